@@ -1,0 +1,52 @@
+# Two commands for a fresh machine:  `make demo` (set up, run a small real benchmark, report)
+# and `make test` (set up, run every check). Both create .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+DEMO_DB ?= demo.db
+JOBS ?= 2
+export JAX_PLATFORMS ?= cpu
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+export PYTHONUNBUFFERED := 1
+
+.PHONY: setup demo test lint unit zoo clean browser
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml requirements/dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -r requirements/dev.txt
+	$(BIN)/python -m pip install -q --no-deps -e .
+	touch $(STAMP)
+
+# Debian's Chromium, for the report's browser test (Playwright drives it; no browser download).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else echo "install Debian's chromium (sudo apt-get install chromium) for the browser test"; fi; }
+
+demo: setup
+	$(BIN)/xlabench sweep --preset demo --db $(DEMO_DB)
+	$(BIN)/xlabench results --db $(DEMO_DB)
+	$(BIN)/xlabench report --db $(DEMO_DB) --out demo-report
+	@echo "report: demo-report/index.html (findings: demo-report/findings.md)"
+
+lint: setup
+	$(BIN)/ruff check src tests bench
+	$(BIN)/lint-imports
+
+unit: setup
+	$(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "not zoo" tests
+
+# Every model builds and runs on JAX (heavy ones included); the light ones on TF and torch too.
+zoo: setup
+	KERAS_BACKEND=jax $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m zoo tests/zoo
+	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy" tests/zoo
+	KERAS_BACKEND=torch $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy" tests/zoo
+
+test: setup browser lint unit zoo
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache artifacts demo-report $(DEMO_DB)*

@@ -1,0 +1,103 @@
+"""What every backend module provides, and the helpers they share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from xlabench.core.spec import Spec
+
+OOM_MARKERS = ("resource_exhausted", "resourceexhausted", "out of memory", "outofmemory", "oom ")
+
+
+@dataclass
+class Runner:
+    """A ready-to-time step for one mode. `info` fills in as the step runs (compile stages...)."""
+
+    step: Callable[[], Any]
+    info: dict[str, Any] = field(default_factory=dict)
+    finish: Callable[[], None] = lambda: None  # collects info that is only known after running
+
+
+class Backend(Protocol):
+    """The questions every backend module answers (module-level functions)."""
+
+    SYNC: str  # how `sync` waits for the device, in words, stored with every record
+
+    def environment(
+        self, spec: Spec, environ: dict[str, str], scratch: str
+    ) -> dict[str, str | None]:
+        """Environment variables for the worker, set before the framework is imported.
+
+        `scratch` is a directory the worker owns and deletes when it ends; None unsets."""
+
+    def setup(self, spec: Spec) -> dict[str, Any]:
+        """Pin precision flags (TF32 ...) and return what the framework reports about itself."""
+
+    def make_input(self, spec: Spec) -> Any:
+        """The seeded input batch, created once, on the device, in the compute dtype."""
+
+    def make_runner(self, model: Any, mode: str, x: Any) -> Runner:
+        """A step callable that runs `model` on `x` in `mode`."""
+
+    def sync(self, output: Any) -> None:
+        """Block until the device has finished computing `output`."""
+
+    def to_numpy(self, output: Any) -> Any:
+        """The output as nested NumPy arrays (for parity)."""
+
+    def peak_device_memory_mb(self) -> float | None:
+        """Peak memory the framework allocated on the accelerator, or None on the CPU."""
+
+
+def is_oom(exc: BaseException) -> bool:
+    """Whether an exception means the device or host ran out of memory."""
+    text = f"{type(exc).__name__} {exc}".lower()
+    return isinstance(exc, MemoryError) or any(marker in text for marker in OOM_MARKERS)
+
+
+def input_dtype(spec: Spec) -> str:
+    """bf16 feeds bfloat16; fp32 and mixed feed float32 (mixed casts inside the layers)."""
+    return "bfloat16" if spec.precision == "bf16" else "float32"
+
+
+def keras_input(spec: Spec) -> Any:
+    """Seeded uniform pixels in [0, 255] (models carry their own rescaling), on the device."""
+    import keras
+
+    shape = (spec.batch_size, spec.resolution, spec.resolution, 3)
+    return keras.random.uniform(shape, 0.0, 255.0, dtype=input_dtype(spec), seed=spec.seed)
+
+
+def seed_all(seed: int, backend: str) -> None:
+    """Seed Python, NumPy, Keras' global seed generator and the framework.
+
+    keras.utils.set_random_seed also imports TensorFlow whenever it is installed; in a JAX or
+    torch worker that costs seconds and memory (and, on a GPU, TensorFlow may claim the
+    device), so outside TensorFlow we do the same minus TensorFlow.
+    """
+    import keras
+
+    if backend == "tensorflow":
+        keras.utils.set_random_seed(seed)
+        return
+    try:
+        from keras.src.backend.common import global_state
+        from keras.src.random import seed_generator
+        from keras.src.utils.rng_utils import GLOBAL_RANDOM_SEED
+    except ImportError:  # Keras moved its internals: fall back to the public call
+        keras.utils.set_random_seed(seed)
+        return
+    import random
+
+    import numpy as np
+
+    global_state.set_global_attribute(GLOBAL_RANDOM_SEED, seed)
+    global_state.set_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR, None)
+    random.seed(seed)
+    np.random.seed(seed)
+    if backend == "torch":
+        import torch
+
+        torch.manual_seed(seed)

@@ -1,0 +1,197 @@
+"""Keras 3 on JAX: eager (op by op) and XLA (jax.jit of model.stateless_call).
+
+Also home of the cost counter: MACs from the jaxpr's conv/dot ops, FLOPs from XLA's cost
+analysis. Both are computed on an abstract batch of one, so they never run the model.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from xlabench.backends.base import Runner, keras_input
+from xlabench.core.spec import Spec
+
+SYNC = "jax.block_until_ready(output) of the last step of each sample"
+
+
+def environment(spec: Spec, environ: dict[str, str], scratch: str) -> dict[str, str | None]:
+    return {
+        # Without this JAX grabs 75% of the GPU at start, and peak memory means nothing.
+        "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+        "JAX_COMPILATION_CACHE_DIR": None,  # unset: cold compiles, no persistent cache
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+    }
+
+
+def setup(spec: Spec) -> dict[str, Any]:
+    import jax
+
+    # "float32" keeps fp32 matmuls/convs in full precision on GPUs that would use TF32.
+    precision = "tensorfloat32" if spec.tf32 else "float32"
+    jax.config.update("jax_default_matmul_precision", precision)
+    device = jax.devices()[0]
+    return {
+        "framework": "jax",
+        "framework_version": jax.__version__,
+        "devices": [str(d) for d in jax.devices()],
+        "platform": device.platform,
+        "device_kind": device.device_kind,
+        "default_matmul_precision": precision,
+    }
+
+
+def make_input(spec: Spec) -> Any:
+    return keras_input(spec)
+
+
+def make_runner(model: Any, mode: str, x: Any) -> Runner:
+    if mode == "eager":
+        return Runner(lambda: model(x, training=False))
+    return _jit_runner(model, x)
+
+
+def _jit_runner(model: Any, x: Any) -> Runner:
+    """jit of stateless_call with the variables as arguments (closing over them would bake
+    every weight into the program as a constant: another program, and slow compiles)."""
+    import jax
+
+    trainable = [v.value for v in model.trainable_variables]
+    non_trainable = [v.value for v in model.non_trainable_variables]
+
+    def forward(tv: Any, ntv: Any, inputs: Any) -> Any:
+        outputs, _ = model.stateless_call(tv, ntv, inputs, training=False)
+        return outputs
+
+    runner = Runner(lambda: None)
+    compiled: list[Any] = []
+
+    def step() -> Any:
+        if not compiled:  # first call: trace, lower and compile, each stage timed
+            compiled.append(_compile_in_stages(jax.jit(forward), (trainable, non_trainable, x),
+                                               runner.info))
+        return compiled[0](trainable, non_trainable, x)
+
+    runner.step = step
+    return runner
+
+
+def _compile_in_stages(jitted: Any, args: tuple[Any, ...], info: dict[str, Any]) -> Any:
+    start = time.perf_counter()
+    traced = jitted.trace(*args)
+    traced_at = time.perf_counter()
+    lowered = traced.lower()
+    lowered_at = time.perf_counter()
+    executable = lowered.compile()
+    info["compile_stages_s"] = {
+        "trace": traced_at - start,
+        "lower": lowered_at - traced_at,
+        "compile": time.perf_counter() - lowered_at,
+    }
+    return executable
+
+
+def sync(output: Any) -> None:
+    import jax
+
+    jax.block_until_ready(output)
+
+
+def to_numpy(output: Any) -> Any:
+    import jax
+    import numpy as np
+
+    return jax.tree_util.tree_map(lambda a: np.asarray(a.astype("float32")), output)
+
+
+def peak_device_memory_mb() -> float | None:
+    import jax
+
+    device = jax.devices()[0]
+    if device.platform == "cpu":
+        return None
+    stats = device.memory_stats() or {}
+    peak = stats.get("peak_bytes_in_use")
+    return None if peak is None else peak / 2**20
+
+
+def count_costs(model: Any, resolution: int) -> dict[str, Any]:
+    """MACs (conv + dot) and XLA FLOPs per image, from an abstract batch of one.
+
+    The study's "flop (giga)" column is GMACs; XLA's cost analysis counts 2 FLOPs per MAC plus
+    every elementwise op, so the two are stored side by side.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    trainable = [v.value for v in model.trainable_variables]
+    non_trainable = [v.value for v in model.non_trainable_variables]
+    x = jax.ShapeDtypeStruct((1, resolution, resolution, 3), jnp.float32)
+
+    def forward(tv: Any, ntv: Any, inputs: Any) -> Any:
+        return model.stateless_call(tv, ntv, inputs, training=False)[0]
+
+    closed = jax.make_jaxpr(forward)(trainable, non_trainable, x)
+    macs = count_macs(closed.jaxpr)
+    analysis = jax.jit(forward).trace(trainable, non_trainable, x).lower().cost_analysis()
+    if isinstance(analysis, (list, tuple)):
+        analysis = analysis[0] if analysis else {}
+    flops = (analysis or {}).get("flops")
+    return {
+        "macs_per_image": float(macs),
+        "flops_per_image": None if flops is None else float(flops),
+        "method": "macs: conv_general_dilated + dot_general in the jaxpr (batch 1); "
+        "flops: XLA HLO cost analysis of the lowered program (batch 1, CPU)",
+    }
+
+
+def count_macs(jaxpr: Any) -> int:
+    """Multiply-accumulates of every convolution and dot product in `jaxpr`, nested ones too."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name == "dot_general":
+            total += _dot_macs(eqn)
+        elif name == "conv_general_dilated":
+            total += _conv_macs(eqn)
+        total += _nested_macs(eqn)
+    return total
+
+
+def _dot_macs(eqn: Any) -> int:
+    (lhs_contract, _), _ = eqn.params["dimension_numbers"]
+    lhs_shape = eqn.invars[0].aval.shape
+    contracted = math.prod(lhs_shape[d] for d in lhs_contract)
+    return math.prod(eqn.outvars[0].aval.shape) * contracted
+
+
+def _conv_macs(eqn: Any) -> int:
+    kernel_shape = eqn.invars[1].aval.shape
+    out_feature_dim = eqn.params["dimension_numbers"].rhs_spec[0]
+    # The kernel's input-feature dim is already C_in / groups, so grouped and depthwise
+    # convolutions come out right.
+    per_output = math.prod(kernel_shape) // kernel_shape[out_feature_dim]
+    return math.prod(eqn.outvars[0].aval.shape) * per_output
+
+
+def _nested_macs(eqn: Any) -> int:
+    """MACs inside sub-programs: pjit, custom_jvp/vjp, remat; scan bodies times their length;
+    the most expensive branch of a cond."""
+    subs = [_as_jaxpr(v) for v in eqn.params.values()]
+    subs = [s for s in subs if s is not None]
+    if eqn.primitive.name == "cond":
+        branches = [count_macs(_as_jaxpr(b)) for b in eqn.params["branches"]]
+        return max(branches, default=0)
+    inner = sum(count_macs(s) for s in subs)
+    if eqn.primitive.name == "scan":
+        inner *= eqn.params["length"]
+    return inner
+
+
+def _as_jaxpr(value: Any) -> Any:
+    if hasattr(value, "eqns"):
+        return value
+    if hasattr(value, "jaxpr") and hasattr(value.jaxpr, "eqns"):
+        return value.jaxpr
+    return None

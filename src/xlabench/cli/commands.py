@@ -1,0 +1,199 @@
+"""Subcommands: run, results, export, models."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from xlabench.backends import missing_framework
+from xlabench.cli.tables import format_record, format_table, models_output
+from xlabench.core import BACKEND_MODES, PRECISIONS, WEIGHTS, MeasureSettings, Spec, UserError
+from xlabench.runner import DEFAULT_TIMEOUT_S, execute
+from xlabench.store import DEFAULT_DB, ResultStore
+from xlabench.store.export import full_csv, study_csv
+from xlabench.zoo import KINDS, REGISTRY
+
+RESULT_COLUMNS = (
+    ("id", "id"), ("model", "model"), ("backend", "backend"), ("mode", "mode"),
+    ("resolution", "res"), ("batch_size", "batch"), ("precision", "prec"),
+    ("accelerator", "device"), ("status", "status"), ("throughput_sps", "samples/s"),
+    ("rel_ci_halfwidth", "±CI"), ("latency_ms_p50", "p50 ms"), ("compile_s", "compile s"),
+    ("parity_passed", "parity"), ("source", "source"), ("error", "reason"),
+)
+
+
+def add_run(sub: Any) -> None:
+    p = sub.add_parser("run", help="benchmark one model in one configuration")
+    p.add_argument("model", help="model name or alias (see `xlabench models`)")
+    p.add_argument("--backend", default="jax", choices=list(BACKEND_MODES))
+    p.add_argument("--mode", default=None, help="eager | graph | xla | compiled (per backend)")
+    p.add_argument("--resolution", type=_int("resolution"), default=None,
+                   help="input size (default: the model's default resolution)")
+    p.add_argument("--batch-size", type=_int("batch size"), default=4)
+    p.add_argument("--precision", default="fp32", choices=PRECISIONS)
+    p.add_argument("--weights", default="random", choices=WEIGHTS)
+    p.add_argument("--tf32", action="store_true", help="allow TF32 for float32 on GPUs")
+    p.add_argument("--seed", type=_int("seed"), default=0)
+    add_measure_args(p)
+    p.add_argument("--timeout", type=_float("timeout"), default=DEFAULT_TIMEOUT_S,
+                   help="seconds before the worker is killed (default %(default)s)")
+    p.add_argument("--db", default=DEFAULT_DB, help="SQLite results file (default %(default)s)")
+    p.add_argument("--json", action="store_true", help="print the record as JSON on stdout")
+    p.set_defaults(handler=run_command)
+
+
+def add_measure_args(p: argparse.ArgumentParser) -> None:
+    defaults = MeasureSettings()
+    p.add_argument("--target-ci", type=_float("target CI"), default=defaults.target_rel_ci,
+                   help="stop when the median's 95%% CI is within ± this (default %(default)s)")
+    p.add_argument("--budget", type=_float("budget"), default=defaults.budget_s,
+                   help="max seconds of sampling per configuration (default %(default)s)")
+    p.add_argument("--min-sample-time", type=_float("min sample time"),
+                   default=defaults.min_sample_s, help="seconds per sample (default %(default)s)")
+
+
+def measure_settings(args: argparse.Namespace) -> MeasureSettings:
+    return MeasureSettings(
+        target_rel_ci=args.target_ci, budget_s=args.budget, min_sample_s=args.min_sample_time
+    )
+
+
+def make_spec(args: argparse.Namespace) -> Spec:
+    """Validate the command line against the registry and build the Spec, before any work."""
+    entry = REGISTRY.get(args.model)
+    resolution = args.resolution or entry.default_resolution
+    mode = args.mode or BACKEND_MODES[args.backend][-1]
+    spec = Spec(
+        model=entry.name, backend=args.backend, mode=mode, resolution=resolution,
+        batch_size=args.batch_size, precision=args.precision, weights=args.weights,
+        seed=args.seed, tf32=args.tf32, measure=measure_settings(args),
+    )
+    problem = entry.check_resolution(resolution)
+    if problem:
+        raise UserError(problem)
+    missing = missing_framework(args.backend)
+    if missing:
+        raise UserError(missing)
+    return spec
+
+
+def run_command(args: argparse.Namespace) -> int:
+    spec = make_spec(args)
+    with ResultStore(args.db) as store:
+        print(f"running {spec.label()} in a fresh worker (timeout {args.timeout:g} s)...",
+              file=sys.stderr, flush=True)
+        record = execute(spec, store, timeout_s=args.timeout)
+    if args.json:
+        print(record.to_json())
+    else:
+        print(format_record(record, args.db))
+    if not record.ok:
+        print(f"xlabench: {spec.label()}: {record.status.value}: {record.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def add_results(sub: Any) -> None:
+    p = sub.add_parser("results", help="show stored results as a table")
+    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("--model", default=None, help="only this model")
+    p.add_argument("--status", default=None, help="only this status (ok, failed, ...)")
+    p.set_defaults(handler=results_command)
+
+
+def results_command(args: argparse.Namespace) -> int:
+    store = open_existing(args.db)
+    filters = {k: v for k, v in (("model", args.model), ("status", args.status)) if v}
+    if args.model:
+        filters["model"] = REGISTRY.get(args.model).name
+    with store:
+        rows = store.rows(**filters)
+    if not rows:
+        print(f"no results in {args.db}" + (f" matching {filters}" if filters else ""))
+        return 0
+    print(format_table(rows, RESULT_COLUMNS))
+    return 0
+
+
+def add_export(sub: Any) -> None:
+    p = sub.add_parser("export", help="export stored results as CSV")
+    p.add_argument("--db", default=DEFAULT_DB)
+    p.add_argument("--format", choices=("study-csv", "csv"), default="csv",
+                   help="study-csv: the 2023 study's columns; csv: every stored field")
+    p.add_argument("--out", required=True, help="output file ('-' for stdout)")
+    p.set_defaults(handler=export_command)
+
+
+def export_command(args: argparse.Namespace) -> int:
+    with open_existing(args.db) as store:
+        if args.format == "study-csv":
+            text = study_csv(store.rows())
+        else:
+            text = full_csv(store.rows_with_records())
+    write_output(args.out, text)
+    return 0
+
+
+def add_models(sub: Any) -> None:
+    p = sub.add_parser("models", help="list the model registry")
+    p.add_argument("--family", action="append", default=[], help="only this family (repeatable)")
+    p.add_argument("--kind", action="append", default=[], choices=KINDS)
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.set_defaults(handler=models_command)
+
+
+def models_command(args: argparse.Namespace) -> int:
+    entries = REGISTRY.select(families=args.family, kinds=args.kind)
+    print(models_output([e.to_row() for e in entries], args.format), end="")
+    return 0
+
+
+def open_existing(path: str) -> ResultStore:
+    """Open a db that must already exist (read commands never create one)."""
+    if not Path(path).exists():
+        raise UserError(f"no database at {path} (run a benchmark first, or pass --db)")
+    return ResultStore(path)
+
+
+def write_output(path: str, text: str) -> None:
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    out = Path(path)
+    if not out.parent.exists():
+        raise UserError(f"cannot write {path}: folder {out.parent} does not exist")
+    out.write_text(text, encoding="utf-8")
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def _int(what: str) -> Any:
+    def parse(text: str) -> int:
+        try:
+            return int(text)
+        except ValueError:
+            raise UserError(f"{what} must be an integer, got {text!r}") from None
+
+    return parse
+
+
+def _float(what: str) -> Any:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise UserError(f"{what} must be a number, got {text!r}") from None
+        if value <= 0:
+            raise UserError(f"{what} must be positive, got {text}")
+        return value
+
+    return parse
+
+
+def to_json(rows: list[dict[str, Any]]) -> str:
+    return json.dumps(rows, indent=2, default=str) + "\n"
+
+
+REGISTRARS = [add_run, add_results, add_export, add_models]

@@ -1,0 +1,96 @@
+"""Text formatting for the terminal."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from xlabench.core import Record
+
+
+def _cell(key: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    if key == "rel_ci_halfwidth":
+        return f"{100 * value:.1f}%"
+    if key == "parity_passed":
+        return "pass" if value else "FAIL"
+    if key == "error":
+        text = str(value)
+        return text if len(text) <= 60 else text[:57] + "..."
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
+    """A plain aligned table of `rows`, showing (key, header) `columns`."""
+    cells = [[header for _, header in columns]]
+    cells += [[_cell(key, row.get(key)) for key, _ in columns] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def format_record(record: Record, db: str | None = None) -> str:
+    """A short human summary of one record."""
+    spec = record.spec
+    reason = f" ({record.error})" if record.error else ""
+    lines = [f"{spec.label()}: {record.status.value}{reason}"]
+    tp, lat, warm = record.throughput, record.latency, record.warmup
+    if tp:
+        target = "target met" if tp.target_met else "target NOT met"
+        lines.append(
+            f"  throughput {tp.median_sps:.2f} samples/s  (95% CI {tp.ci_low_sps:.2f}-"
+            f"{tp.ci_high_sps:.2f}, ±{100 * tp.rel_ci_halfwidth:.1f}%, {len(tp.sample_s)} samples "
+            f"of {tp.steps_per_sample} batches, {target})"
+        )
+    if lat:
+        lines.append(f"  latency per batch p50 {lat.p50_ms:.2f} ms  p90 {lat.p90_ms:.2f} ms  "
+                     f"p99 {lat.p99_ms:.2f} ms")
+    if warm:
+        lines.append(f"  first call {warm.first_call_s:.2f} s (compile/trace ≈ "
+                     f"{warm.compile_s:.2f} s), warm-up {warm.steps} steps")
+    if record.parity:
+        p = record.parity
+        verdict = "pass" if p.passed else f"FAIL: {p.reason}"
+        lines.append(f"  parity vs {p.reference_mode}: max abs diff {p.max_abs_diff:.3g}, "
+                     f"max rel diff {p.max_rel_diff:.3g} (tol {p.rtol:g}): {verdict}")
+    costs, mem = record.costs, record.memory
+    if costs.params:
+        macs = f", {costs.macs_per_image / 1e9:.3f} GMACs/image" if costs.macs_per_image else ""
+        lines.append(f"  params {costs.params / 1e6:.2f} M{macs}")
+    if mem.peak_host_mb:
+        device = f", device {mem.peak_device_mb:.0f} MB" if mem.peak_device_mb else ""
+        lines.append(f"  peak memory: host {mem.peak_host_mb:.0f} MB{device}")
+    if record.env:
+        env = record.env
+        lines.append(f"  on {env.get('accelerator', '?')} ({env.get('cpu_model', '?')})")
+    if db:
+        lines.append(f"  stored in {db}")
+    return "\n".join(lines)
+
+
+MODEL_COLUMNS = (
+    ("name", "name"), ("family", "family"), ("kind", "kind"), ("source", "source"),
+    ("default_resolution", "res"), ("min_resolution", "min res"), ("params", "params"),
+    ("macs_g", "GMACs"), ("aliases", "aliases"),
+)
+
+
+def models_output(rows: list[dict[str, Any]], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(rows, indent=2) + "\n"
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["name"],
+                                lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return buffer.getvalue()
+    shown = [{**r, "params": f"{r['params'] / 1e6:.2f}M"} for r in rows]
+    return format_table(shown, MODEL_COLUMNS) + f"\n{len(rows)} models\n"

@@ -1,0 +1,46 @@
+"""Core types shared by every layer. Standard library only."""
+
+from xlabench.core.errors import Status, UserError
+from xlabench.core.record import (
+    Costs,
+    Latency,
+    Memory,
+    Parity,
+    Record,
+    Throughput,
+    Warmup,
+    failure,
+    one_line,
+    utc_now,
+)
+from xlabench.core.spec import (
+    BACKEND_MODES,
+    BACKEND_PACKAGES,
+    COMPILED_MODES,
+    PRECISIONS,
+    WEIGHTS,
+    MeasureSettings,
+    Spec,
+)
+
+__all__ = [
+    "BACKEND_MODES",
+    "BACKEND_PACKAGES",
+    "COMPILED_MODES",
+    "PRECISIONS",
+    "WEIGHTS",
+    "Costs",
+    "Latency",
+    "MeasureSettings",
+    "Memory",
+    "Parity",
+    "Record",
+    "Spec",
+    "Status",
+    "Throughput",
+    "UserError",
+    "Warmup",
+    "failure",
+    "one_line",
+    "utc_now",
+]

@@ -1,0 +1,179 @@
+"""What came out: a frozen record of one benchmark run, successful or not."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from xlabench.core.errors import Status
+from xlabench.core.spec import Spec
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Throughput statistics; every number is derived from `sample_s` and `steps_per_sample`.
+
+    Samples are pipelined: each one runs `steps_per_sample` steps back to back and then waits
+    for the device (sync), so they measure sustained throughput, not single-batch latency.
+    """
+
+    median_sps: float
+    ci_low_sps: float
+    ci_high_sps: float
+    ci_confidence: float  # the confidence the order-statistic interval actually achieves
+    rel_ci_halfwidth: float  # max distance of the CI bounds from the median, relative
+    target_met: bool
+    steps_per_sample: int
+    sample_s: tuple[float, ...]  # raw: wall seconds of each sample, sync included
+    batch_time_ms_median: float
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Single-batch latency: each step is synced on its own before the next starts."""
+
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    step_s: tuple[float, ...]  # raw
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """How the run got to steady state. `first_call_s` includes trace + compile + autotune."""
+
+    first_call_s: float
+    compile_s: float  # first call minus a steady batch: what compiling/tracing cost
+    steps: int
+    seconds: float
+    compile_stages_s: dict[str, float] = field(default_factory=dict)  # e.g. jax trace/lower
+
+
+@dataclass(frozen=True)
+class Parity:
+    """Compiled output vs the same backend's eager output, on the same input and weights.
+
+    max_rel_diff is max|out - ref| / max|ref| over all output tensors: relative to the output's
+    scale, because elementwise relative error is meaningless for logits near zero.
+    """
+
+    reference_mode: str
+    max_abs_diff: float
+    max_rel_diff: float
+    rtol: float
+    passed: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Model size and arithmetic per image, computed once per model and resolution."""
+
+    params: int | None = None
+    macs_per_image: float | None = None  # multiply-accumulates of conv/dot ops (the study's "flop")
+    flops_per_image: float | None = None  # XLA cost analysis: every op, 2 per MAC
+    method: str = ""
+
+
+@dataclass(frozen=True)
+class Memory:
+    peak_host_mb: float | None = None  # peak resident set of the worker process (ru_maxrss)
+    host_mb_before_build: float | None = None
+    peak_device_mb: float | None = None  # peak allocated by the framework on the accelerator
+
+
+@dataclass(frozen=True)
+class Record:
+    """Everything known about one run of one Spec. Built by the worker or by the parent."""
+
+    spec: Spec
+    status: Status
+    error: str | None = None  # one line, for people
+    error_detail: str | None = None  # traceback or stderr tail, for debugging
+    family: str = ""
+    kind: str = ""
+    throughput: Throughput | None = None
+    latency: Latency | None = None
+    warmup: Warmup | None = None
+    parity: Parity | None = None
+    costs: Costs = field(default_factory=Costs)
+    memory: Memory = field(default_factory=Memory)
+    env: dict[str, Any] = field(default_factory=dict)
+    env_id: str = ""  # hash of the launching machine's stable environment (the resume key)
+    backend_info: dict[str, Any] = field(default_factory=dict)  # graph breaks, tracing count...
+    sync: str = ""  # how the device was synchronised, in words
+    started_at: str = ""
+    duration_s: float | None = None  # wall time of the whole worker
+    beside: tuple[str, ...] = ()  # other configurations running at the same time
+    source: str = "local"  # local, or where an imported row came from
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def spec_id(self) -> str:
+        return self.spec.spec_id()
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["status"] = self.status.value
+        data["spec_id"] = self.spec_id
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Record:
+        data = {k: v for k, v in data.items() if k != "spec_id"}
+        nested = {
+            "throughput": Throughput,
+            "latency": Latency,
+            "warmup": Warmup,
+            "parity": Parity,
+            "costs": Costs,
+            "memory": Memory,
+        }
+        for key, kind in nested.items():
+            if data.get(key) is not None:
+                data[key] = _tuples(kind, data[key])
+        data["spec"] = Spec.from_dict(data["spec"])
+        data["status"] = Status(data["status"])
+        data["beside"] = tuple(data.get("beside", ()))
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> Record:
+        return cls.from_dict(json.loads(text))
+
+    def replace(self, **changes: Any) -> Record:
+        return dataclasses.replace(self, **changes)
+
+
+def failure(
+    spec: Spec, status: Status, error: str, detail: str | None = None, **extra: Any
+) -> Record:
+    """A record for a run that produced no measurement."""
+    return Record(spec=spec, status=status, error=one_line(error), error_detail=detail, **extra)
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """First non-empty line of `text`, shortened: stored reasons must fit in a table cell."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    line = lines[0] if lines else "unknown error"
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def _tuples(kind: type, data: dict[str, Any]) -> Any:
+    """Rebuild a frozen dataclass from JSON, turning lists back into tuples."""
+    fixed = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+    return kind(**fixed)

@@ -1,0 +1,153 @@
+"""What to run: a frozen, validated, hashable description of one benchmark configuration."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from xlabench.core.errors import UserError
+
+#: Modes per backend. The first mode of each backend is its eager baseline.
+BACKEND_MODES: dict[str, tuple[str, ...]] = {
+    "tensorflow": ("eager", "graph", "xla"),
+    "jax": ("eager", "xla"),
+    "torch": ("eager", "compiled"),
+}
+#: Modes that run a whole-graph compiler (the study's "xla=True" column).
+COMPILED_MODES: frozenset[str] = frozenset({"xla", "compiled"})
+#: fp32: float32 everywhere; bf16: bfloat16 weights and compute;
+#: mixed: float32 weights, bfloat16 compute.
+PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "mixed")
+WEIGHTS: tuple[str, ...] = ("random", "imagenet")
+#: The Python module that must be importable for each backend, and how to get it.
+BACKEND_PACKAGES: dict[str, tuple[str, str]] = {
+    "tensorflow": ("tensorflow", "pip install 'xlabench[tensorflow]' (or: pip install tensorflow)"),
+    "jax": ("jax", "pip install 'xlabench[jax]'  (or: pip install jax)"),
+    "torch": ("torch", "pip install 'xlabench[torch]'  (or: pip install torch)"),
+}
+RESOLUTION_RANGE = (16, 2048)
+BATCH_SIZE_RANGE = (1, 4096)
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """How long and how precisely to measure. Part of the spec: change it and it is a new spec.
+
+    Attributes:
+        target_rel_ci: stop sampling once the 95% CI of the median throughput is within
+            +-target_rel_ci of the median.
+        min_sample_s: each sample runs enough steps to last at least this long (pyperf-style
+            calibration), so timer resolution and per-sample overhead stay negligible.
+        min_samples / max_samples: bounds on the number of throughput samples.
+        warmup_min_steps / warmup_min_s / warmup_max_s: warm-up runs at least this many steps
+            and this long, then until step times stop falling, at most warmup_max_s.
+        budget_s: time budget for the sampling phase; when it runs out we stop and record
+            that the precision target was not met.
+        latency_steps: single, individually synced steps timed for latency percentiles.
+    """
+
+    target_rel_ci: float = 0.02
+    min_sample_s: float = 0.1
+    min_samples: int = 5
+    max_samples: int = 200
+    warmup_min_steps: int = 3
+    warmup_min_s: float = 0.5
+    warmup_max_s: float = 20.0
+    budget_s: float = 20.0
+    latency_steps: int = 30
+
+    def __post_init__(self) -> None:
+        if not 0 < self.target_rel_ci < 1:
+            raise UserError(f"target CI must be between 0 and 1, got {self.target_rel_ci}")
+        if self.min_sample_s <= 0 or self.budget_s <= 0 or self.warmup_max_s < 0:
+            raise UserError("sample time, budget and warm-up time must be positive")
+        if not 3 <= self.min_samples <= self.max_samples:
+            raise UserError(
+                f"need 3 <= min_samples <= max_samples, got {self.min_samples}, {self.max_samples}"
+            )
+        if self.warmup_min_steps < 1 or self.latency_steps < 0:
+            raise UserError("warm-up needs at least one step; latency steps must be >= 0")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One benchmark configuration. `spec_id()` identifies it across runs and machines.
+
+    `model` is the registry's canonical name (resolve aliases before building a Spec).
+    `tf32` pins whether float32 matmuls/convolutions may use TF32 on GPUs that have it;
+    frameworks disagree on the default, so we never leave it implicit.
+    """
+
+    model: str
+    backend: str
+    mode: str
+    resolution: int
+    batch_size: int = 4
+    precision: str = "fp32"
+    weights: str = "random"
+    seed: int = 0
+    tf32: bool = False
+    repeat: int = 0
+    measure: MeasureSettings = field(default_factory=MeasureSettings)
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise UserError("model name is empty")
+        if self.backend not in BACKEND_MODES:
+            raise UserError(
+                f"unknown backend {self.backend!r}; choose from {', '.join(BACKEND_MODES)}"
+            )
+        if self.mode not in BACKEND_MODES[self.backend]:
+            modes = ", ".join(BACKEND_MODES[self.backend])
+            raise UserError(f"backend {self.backend} has no mode {self.mode!r}; it has {modes}")
+        _check_range("resolution", self.resolution, RESOLUTION_RANGE)
+        _check_range("batch size", self.batch_size, BATCH_SIZE_RANGE)
+        if self.precision not in PRECISIONS:
+            raise UserError(f"unknown precision {self.precision!r}; choose from {PRECISIONS}")
+        if self.weights not in WEIGHTS:
+            raise UserError(f"unknown weights {self.weights!r}; choose from {WEIGHTS}")
+        if self.repeat < 0:
+            raise UserError(f"repeat index must be >= 0, got {self.repeat}")
+
+    @property
+    def compiled(self) -> bool:
+        """True for whole-graph compiled modes (XLA, torch.compile)."""
+        return self.mode in COMPILED_MODES
+
+    @property
+    def baseline_mode(self) -> str:
+        """The eager mode of this spec's backend: the parity reference."""
+        return BACKEND_MODES[self.backend][0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Spec:
+        data = dict(data)
+        measure = MeasureSettings(**data.pop("measure", {}))
+        return cls(measure=measure, **data)
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    def spec_id(self) -> str:
+        """Stable hash of the canonical JSON: same spec, same id, on any machine."""
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:16]
+
+    def label(self) -> str:
+        """Short human-readable name, e.g. ``resnet50_v1@224 b4 jax/xla fp32``."""
+        rep = f" r{self.repeat}" if self.repeat else ""
+        return (
+            f"{self.model}@{self.resolution} b{self.batch_size} "
+            f"{self.backend}/{self.mode} {self.precision}{rep}"
+        )
+
+
+def _check_range(what: str, value: int, bounds: tuple[int, int]) -> None:
+    low, high = bounds
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise UserError(f"{what} must be an integer from {low} to {high}, got {value!r}")

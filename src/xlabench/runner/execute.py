@@ -1,0 +1,90 @@
+"""Run a spec with its model costs attached, and store the result."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from xlabench.core import Costs, Record, Spec
+from xlabench.runner.isolate import DEFAULT_TIMEOUT_S, LOCAL, Placement, run_isolated
+from xlabench.store import ResultStore
+
+COSTS_TIMEOUT_S = 900.0
+
+
+def compute_costs(
+    model: str, resolution: int, timeout_s: float = COSTS_TIMEOUT_S
+) -> dict[str, Any]:
+    """Params, MACs and FLOPs per image, in a fresh JAX worker (the counter needs a jaxpr).
+
+    Returns a dict whose `method` says why the counts are missing if they could not be made.
+    """
+    with tempfile.TemporaryDirectory(prefix="xlabench-costs-") as tmp:
+        out = Path(tmp) / "costs.json"
+        command = [sys.executable, "-m", "xlabench.runner.worker", "--costs-only", model,
+                   str(resolution), str(out)]
+        env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "2"}
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, env=env,
+                                  timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return {"method": f"unavailable: cost counting timed out after {timeout_s:g} s"}
+        if done.returncode != 0 or not out.exists():
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            return {"method": f"unavailable: {last[:200]}"}
+        return json.loads(out.read_text())
+
+
+def with_costs(record: Record, costs: dict[str, Any] | None) -> Record:
+    """The record with MACs/FLOPs filled in from `costs`, keeping its own measured params."""
+    if not costs or record.costs.macs_per_image is not None:
+        return record
+    merged = Costs(
+        params=record.costs.params if record.costs.params is not None else costs.get("params"),
+        macs_per_image=costs.get("macs_per_image"),
+        flops_per_image=costs.get("flops_per_image"),
+        method=costs.get("method", ""),
+    )
+    return record.replace(costs=merged)
+
+
+def run_with_costs(
+    spec: Spec, timeout_s: float, want_costs: bool, placement: Placement = LOCAL
+) -> Record:
+    """Run `spec` in a worker; if asked, count the model's costs (in the worker on JAX, else in
+    a separate JAX worker), so a remote executor can do the whole job on its node."""
+    on_jax = spec.backend == "jax"
+    record = run_isolated(spec, timeout_s, want_costs=want_costs and on_jax, placement=placement)
+    if want_costs and record.ok and record.costs.macs_per_image is None:
+        record = with_costs(record, compute_costs(spec.model, spec.resolution))
+    return record
+
+
+def execute(
+    spec: Spec,
+    store: ResultStore,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    placement: Placement = LOCAL,
+    sweep_id: str | None = None,
+) -> Record:
+    """Run one spec locally, attach cached or fresh costs, store the record, return it."""
+    cached = store.get_costs(spec.model, spec.resolution)
+    record = run_with_costs(spec, timeout_s, want_costs=cached is None, placement=placement)
+    record = with_costs(record, cached)
+    remember_costs(store, record, cached)
+    store.save(record, sweep_id)
+    return record
+
+
+def remember_costs(store: ResultStore, record: Record, cached: dict[str, Any] | None) -> None:
+    if cached is None and record.costs.macs_per_image is not None:
+        costs = record.costs
+        store.put_costs(record.spec.model, record.spec.resolution, {
+            "params": costs.params, "macs_per_image": costs.macs_per_image,
+            "flops_per_image": costs.flops_per_image, "method": costs.method,
+        })

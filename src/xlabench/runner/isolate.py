@@ -1,0 +1,155 @@
+"""Launch a worker process per configuration; turn every way it can end into a record."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xlabench.core import Record, Spec, Status, UserError, failure, one_line, utc_now
+from xlabench.measure import env as envinfo
+from xlabench.zoo import REGISTRY
+
+DEFAULT_TIMEOUT_S = 1800.0
+LOG_TAIL_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a worker runs: its CPU cores and GPU, and what runs beside it."""
+
+    cpus: tuple[int, ...] = ()
+    gpu: int | None = None
+    beside: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+
+    def environment(self) -> dict[str, str]:
+        env = dict(self.env)
+        if self.cpus:
+            threads = str(len(self.cpus))
+            env.update(OMP_NUM_THREADS=threads, TF_NUM_INTRAOP_THREADS=threads)
+        if self.gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = str(self.gpu)
+        return env
+
+
+#: No pinning, nothing beside: the default for a single run.
+LOCAL = Placement()
+
+
+def current_env_id() -> str:
+    return envinfo.env_id(envinfo.static_fingerprint())
+
+
+def run_isolated(
+    spec: Spec,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    *,
+    want_costs: bool = False,
+    placement: Placement = LOCAL,
+    python: str = sys.executable,
+    worker_args: Sequence[str] = (),
+) -> Record:
+    """Run `spec` in a fresh worker process with a deadline. Always returns a record.
+
+    The worker runs in its own session, so on a timeout the whole process group (compiler
+    subprocesses included) is killed, not just the worker.
+    """
+    start, started = time.perf_counter(), utc_now()
+    with tempfile.TemporaryDirectory(prefix="xlabench-run-") as tmp:
+        folder = Path(tmp)
+        spec_path, record_path, log_path = (folder / n for n in ("spec.json", "record.json", "log"))
+        spec_path.write_text(json.dumps(spec.to_dict()))
+        command = [python, "-m", "xlabench.runner.worker", str(spec_path), str(record_path)]
+        command += ["--costs"] if want_costs else []
+        command += list(worker_args)
+        status, reason = _wait(command, placement, log_path, timeout_s)
+        record = _read_record(record_path)
+        log_tail = _tail(log_path)
+    if record is None or status is not None:
+        record = failure(spec, status or Status.CRASHED, reason or "worker wrote no record",
+                         log_tail, env=envinfo.static_fingerprint(), **_describe(spec.model))
+        record = record.replace(started_at=started)
+    return record.replace(
+        env_id=current_env_id(),
+        duration_s=time.perf_counter() - start,
+        beside=placement.beside,
+    )
+
+
+def _describe(model: str) -> dict[str, str]:
+    try:
+        entry = REGISTRY.get(model)
+    except UserError:
+        return {}
+    return {"family": entry.family, "kind": entry.kind}
+
+
+def _wait(
+    command: list[str], placement: Placement, log_path: Path, timeout_s: float
+) -> tuple[Status | None, str | None]:
+    """Run the worker; (None, None) if it exited normally, else a status and reason."""
+    env = {**os.environ, **placement.environment()}
+    cpus = placement.cpus
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
+        )
+        try:
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            return Status.TIMEOUT, f"timed out after {timeout_s:g} s (worker killed)"
+        except BaseException:  # e.g. KeyboardInterrupt: never leave a worker behind
+            _kill_group(proc)
+            raise
+        _kill_group(proc)  # reap anything the worker left running (compile helpers)
+    if code == 0:
+        return None, None
+    return _exit_status(code, _last_line(log_path))
+
+
+def _exit_status(code: int, last_line: str) -> tuple[Status, str]:
+    if code < 0:
+        name = signal.Signals(-code).name
+        if -code == signal.SIGKILL:
+            return Status.CRASHED, f"worker killed by {name} (out of memory, or killed by hand)"
+        return Status.CRASHED, f"worker died of {name}"
+    if "memoryerror" in last_line.lower():
+        return Status.OOM, one_line(last_line)
+    return Status.CRASHED, f"worker exited with code {code}: {one_line(last_line)}"
+
+
+def _kill_group(proc: subprocess.Popen[Any]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _read_record(path: Path) -> Record | None:
+    try:
+        return Record.from_json(path.read_text())
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _tail(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
+    except OSError:
+        return ""
+
+
+def _last_line(path: Path) -> str:
+    lines = [line for line in _tail(path).splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"

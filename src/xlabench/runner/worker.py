@@ -1,0 +1,232 @@
+"""The worker: one configuration, one fresh process, always a record.
+
+    python -m xlabench.runner.worker SPEC.json RECORD.json [--costs]
+    python -m xlabench.runner.worker --costs-only MODEL RESOLUTION OUT.json
+
+The backend is chosen (KERAS_BACKEND and the backend's own variables) before Keras is imported.
+Any exception becomes a record with a status and a one-line reason; only a kill or a crash of
+the interpreter leaves no record, and the parent turns that into one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from typing import Any
+
+from xlabench import backends
+from xlabench.backends.base import Runner, is_oom, seed_all
+from xlabench.core import (
+    Costs,
+    Memory,
+    Record,
+    Spec,
+    Status,
+    UserError,
+    Warmup,
+    failure,
+    utc_now,
+)
+from xlabench.measure import env as envinfo
+from xlabench.measure import parity as paritylib
+from xlabench.measure import stats, summarize, timing
+from xlabench.zoo import REGISTRY, build_model
+
+DTYPE_POLICY = {"fp32": "float32", "bf16": "bfloat16", "mixed": "mixed_bfloat16"}
+#: Fault injection for the isolation tests: real crashes and hangs of a real worker, after
+#: the model is built. Values: segfault, hang, exit, memoryerror.
+FAULT_ENV = "XLABENCH_INJECT_FAULT"
+
+
+class NonFiniteOutputError(Exception):
+    """The model produced NaN or inf: never report such a run as fast."""
+
+
+def prepare_process(spec: Spec, scratch: str) -> None:
+    """Choose the framework before anything imports Keras."""
+    backend = backends.load(spec.backend)
+    os.environ["KERAS_BACKEND"] = spec.backend
+    for name, value in backend.environment(spec, dict(os.environ), scratch).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+def run_spec(spec: Spec, want_costs: bool = False) -> Record:
+    """Measure `spec` in this process. Never raises: failures come back as records."""
+    fingerprint = envinfo.static_fingerprint()
+    started, start = utc_now(), time.perf_counter()
+    entry_fields: dict[str, Any] = {}
+    try:
+        entry = REGISTRY.get(spec.model)
+        entry_fields = {"family": entry.family, "kind": entry.kind}
+        problem = backends.missing_framework(spec.backend)
+        if problem:
+            return failure(spec, Status.UNSUPPORTED, problem, **entry_fields)
+        record = _measure(spec, entry, want_costs)
+    except UserError as exc:
+        record = failure(spec, Status.FAILED, str(exc), **entry_fields)
+    except NonFiniteOutputError as exc:
+        record = failure(spec, Status.FAILED, str(exc), **entry_fields)
+    except Exception as exc:
+        status = Status.OOM if is_oom(exc) else Status.FAILED
+        record = failure(spec, status, f"{type(exc).__name__}: {exc}",
+                         traceback.format_exc(limit=20), **entry_fields)
+    env = {**fingerprint, "runtime": record.env.get("runtime", {})}
+    memory = record.memory if record.ok else Memory(peak_host_mb=_peak_rss_mb())
+    return record.replace(env=env, started_at=started, memory=memory,
+                          duration_s=time.perf_counter() - start)
+
+
+def _measure(spec: Spec, entry: Any, want_costs: bool) -> Record:
+    backend = backends.load(spec.backend)
+    import keras
+
+    keras.config.set_dtype_policy(DTYPE_POLICY[spec.precision])
+    seed_all(spec.seed, spec.backend)
+    runtime = backend.setup(spec)
+    host_before = _current_rss_mb()
+    model = build_model(entry, spec.resolution, spec.weights)
+    _inject_fault(os.environ.get(FAULT_ENV, ""))
+    x = backend.make_input(spec)
+    runner = backend.make_runner(model, spec.mode, x)
+    first_s, out = timing.time_call(runner.step, backend.sync)
+    outputs = _finite_outputs(backend.to_numpy(out), spec)
+    parity = _parity(spec, backend, model, x, outputs)
+    del out
+    timed = _time_runner(spec, backend, runner)
+    runner.finish()
+    costs = Costs(params=int(model.count_params()))
+    if want_costs and spec.backend == "jax":
+        costs = Costs(params=costs.params, **backend.count_costs(model, spec.resolution))
+    steady_s = timed["throughput"].batch_time_ms_median / 1000.0
+    warmup = Warmup(
+        first_call_s=first_s,
+        compile_s=max(0.0, first_s - steady_s),
+        steps=timed["warmup"].steps,
+        seconds=timed["warmup"].seconds,
+        compile_stages_s=runner.info.pop("compile_stages_s", {}),
+    )
+    memory = Memory(peak_host_mb=_peak_rss_mb(), host_mb_before_build=host_before,
+                    peak_device_mb=backend.peak_device_memory_mb())
+    return Record(
+        spec=spec, status=Status.OK, family=entry.family, kind=entry.kind,
+        throughput=timed["throughput"], latency=timed["latency"], warmup=warmup,
+        parity=parity, costs=costs, memory=memory, env={"runtime": runtime},
+        backend_info={**runner.info, "warmup_steady": timed["warmup"].steady},
+        sync=backend.SYNC,
+    )
+
+
+def _inject_fault(fault: str) -> None:
+    if fault == "segfault":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif fault == "hang":
+        while True:
+            time.sleep(60)
+    elif fault == "exit":
+        os._exit(3)
+    elif fault == "memoryerror":
+        raise MemoryError("injected: out of host memory")
+
+
+def _time_runner(spec: Spec, backend: Any, runner: Runner) -> dict[str, Any]:
+    """Warm-up, calibration, samples, latency: the method of measure.timing, in order."""
+    settings = spec.measure
+    warm = timing.warm_up(runner.step, backend.sync, settings)
+    step_s = stats.median(warm.step_s[-3:])
+    steps = timing.calibrate(runner.step, backend.sync, settings, step_s)
+    samples = timing.collect_samples(runner.step, backend.sync, settings, steps)
+    latency_s = timing.time_latency(
+        runner.step, backend.sync, settings.latency_steps, budget_s=max(1.0, settings.budget_s / 4)
+    )
+    return {
+        "warmup": warm,
+        "throughput": summarize.throughput_stats(
+            spec.batch_size, samples.steps_per_sample, samples.sample_s, samples.target_met
+        ),
+        "latency": summarize.latency_stats(latency_s),
+    }
+
+
+def _finite_outputs(output: Any, spec: Spec) -> list[Any]:
+    arrays = paritylib.flatten_outputs(output)
+    bad = paritylib.non_finite_count(arrays)
+    if bad:
+        raise NonFiniteOutputError(
+            f"{spec.model} produced {bad} NaN/inf output values in {spec.mode}"
+        )
+    return arrays
+
+
+def _parity(spec: Spec, backend: Any, model: Any, x: Any, outputs: list[Any]) -> Any:
+    """Compare this mode's output with the eager output of the same backend, same input."""
+    if spec.mode == spec.baseline_mode:
+        return None
+    reference_out = backend.make_runner(model, spec.baseline_mode, x).step()
+    reference = paritylib.flatten_outputs(backend.to_numpy(reference_out))
+    rtol = paritylib.rtol_for(spec.precision, spec.tf32)
+    return paritylib.compare(outputs, reference, rtol, spec.baseline_mode)
+
+
+def costs_only(model_name: str, resolution: int) -> dict[str, Any]:
+    """Params, MACs and FLOPs per image for a model at a resolution (JAX backend, batch 1)."""
+    entry = REGISTRY.get(model_name)
+
+    from xlabench.backends import jax as jax_backend
+
+    seed_all(0, "jax")
+    model = build_model(entry, resolution)
+    return {"params": int(model.count_params()), **jax_backend.count_costs(model, resolution)}
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def _current_rss_mb() -> float | None:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            pages = int(handle.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def write_json_atomic(path: str, text: str) -> None:
+    """Write-then-rename, so the parent never reads half a record."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv[0] == "--costs-only":
+        model_name, resolution, out_path = argv[1], int(argv[2]), argv[3]
+        os.environ["KERAS_BACKEND"] = "jax"
+        write_json_atomic(out_path, json.dumps(costs_only(model_name, resolution)))
+        return 0
+    spec_path, record_path = argv[0], argv[1]
+    with open(spec_path, encoding="utf-8") as handle:
+        spec = Spec.from_dict(json.load(handle))
+    scratch = tempfile.mkdtemp(prefix="xlabench-worker-")
+    try:
+        prepare_process(spec, scratch)
+        record = run_spec(spec, want_costs="--costs" in argv[2:])
+        write_json_atomic(record_path, record.to_json())
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

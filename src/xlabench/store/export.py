@@ -1,0 +1,80 @@
+"""Exports of stored results: the study's CSV schema, and every stored field."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable
+from typing import Any
+
+#: The 2023 study's CSV columns, in its order.
+STUDY_COLUMNS = (
+    "model_family",
+    "model_variant",
+    "resolution",
+    "xla",
+    "accelerator",
+    "flop (giga)",
+    "params (million)",
+    "throughput (samples/sec)",
+)
+
+
+def study_row(row: dict[str, Any]) -> dict[str, Any]:
+    """One successful result in the study's schema: `flop (giga)` is GMACs per image, as the
+    study computed it (half of TensorFlow's float-op count), and `xla` means a compiled mode."""
+    macs = row.get("macs_per_image")
+    params = row.get("params")
+    return {
+        "model_family": row["family"],
+        "model_variant": row["model"],
+        "resolution": row["resolution"],
+        "xla": bool(row["compiled"]),
+        "accelerator": row["accelerator"],
+        "flop (giga)": "" if macs is None else round(macs / 1e9, 2),
+        "params (million)": "" if params is None else round(params / 1e6, 2),
+        "throughput (samples/sec)": round(row["throughput_sps"], 2),
+    }
+
+
+def study_csv(rows: Iterable[dict[str, Any]]) -> str:
+    """Successful results as the study's CSV."""
+    ok_rows = [study_row(r) for r in rows if r["status"] == "ok" and r["throughput_sps"]]
+    return _csv(STUDY_COLUMNS, ok_rows)
+
+
+def full_csv(rows_with_records: Iterable[dict[str, Any]]) -> str:
+    """Every stored column, plus the spec, raw samples, environment and error detail."""
+    rows = []
+    for row in rows_with_records:
+        record = json.loads(row.pop("record_json"))
+        throughput = record.get("throughput") or {}
+        latency = record.get("latency") or {}
+        rows.append({
+            **row,
+            "spec_json": json.dumps(record["spec"], sort_keys=True),
+            "sample_s": json.dumps(throughput.get("sample_s", [])),
+            "steps_per_sample": throughput.get("steps_per_sample"),
+            "latency_step_s": json.dumps(latency.get("step_s", [])),
+            "warmup_json": json.dumps(record.get("warmup"), sort_keys=True),
+            "parity_json": json.dumps(record.get("parity"), sort_keys=True),
+            "costs_method": (record.get("costs") or {}).get("method", ""),
+            "env_json": json.dumps(record.get("env", {}), sort_keys=True),
+            "backend_info_json": json.dumps(record.get("backend_info", {}), sort_keys=True),
+            "sync": record.get("sync", ""),
+            "beside": json.dumps(record.get("beside", [])),
+            "duration_s": record.get("duration_s"),
+            "provenance_json": json.dumps(record.get("provenance", {}), sort_keys=True),
+            "error_detail": record.get("error_detail") or "",
+        })
+    columns = list(rows[0]) if rows else ["id"]
+    return _csv(columns, rows)
+
+
+def _csv(columns: Iterable[str], rows: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()

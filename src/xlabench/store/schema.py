@@ -1,0 +1,72 @@
+"""The one SQLite schema, with its version and the migrations that reach it.
+
+`results` keeps one row per run: the columns analysis needs, flat and typed, plus the whole
+Record as JSON (raw samples, environment) so nothing measured is ever lost.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+APPLICATION = "xlabench"
+
+#: Flat columns of `results` derived from a Record, in order, with their SQL types.
+RESULT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("spec_id", "TEXT NOT NULL"),
+    ("env_id", "TEXT NOT NULL"),
+    ("source", "TEXT NOT NULL"),
+    ("created_at", "TEXT NOT NULL"),
+    ("model", "TEXT NOT NULL"),
+    ("family", "TEXT NOT NULL"),
+    ("kind", "TEXT NOT NULL"),
+    ("backend", "TEXT NOT NULL"),
+    ("mode", "TEXT NOT NULL"),
+    ("compiled", "INTEGER NOT NULL"),
+    ("resolution", "INTEGER NOT NULL"),
+    ("batch_size", "INTEGER NOT NULL"),
+    ("precision", "TEXT NOT NULL"),
+    ("weights", "TEXT NOT NULL"),
+    ("tf32", "INTEGER NOT NULL"),
+    ("repeat", "INTEGER NOT NULL"),
+    ("accelerator", "TEXT NOT NULL"),
+    ("status", "TEXT NOT NULL"),
+    ("error", "TEXT"),
+    ("throughput_sps", "REAL"),
+    ("throughput_sps_ci_low", "REAL"),
+    ("throughput_sps_ci_high", "REAL"),
+    ("rel_ci_halfwidth", "REAL"),
+    ("precision_target_met", "INTEGER"),
+    ("n_samples", "INTEGER"),
+    ("batch_time_ms", "REAL"),
+    ("latency_ms_p50", "REAL"),
+    ("latency_ms_p90", "REAL"),
+    ("latency_ms_p99", "REAL"),
+    ("first_call_s", "REAL"),
+    ("compile_s", "REAL"),
+    ("peak_host_mem_mb", "REAL"),
+    ("peak_device_mem_mb", "REAL"),
+    ("params", "INTEGER"),
+    ("macs_per_image", "REAL"),
+    ("flops_per_image", "REAL"),
+    ("parity_passed", "INTEGER"),
+    ("parity_max_abs_diff", "REAL"),
+    ("parity_max_rel_diff", "REAL"),
+    ("synced", "INTEGER NOT NULL"),
+    ("sweep_id", "TEXT"),
+    ("record_json", "TEXT NOT NULL"),
+)
+
+CREATE_STATEMENTS: tuple[str, ...] = (
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE results (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+    + ", ".join(f"{name} {kind}" for name, kind in RESULT_COLUMNS)
+    + ")",
+    "CREATE INDEX results_spec ON results (spec_id, env_id, status)",
+    "CREATE INDEX results_model ON results (model, backend, mode, resolution)",
+    # Cost of a model at a resolution does not depend on the backend: computed once, reused.
+    "CREATE TABLE model_costs (model TEXT NOT NULL, resolution INTEGER NOT NULL, "
+    "params INTEGER, macs_per_image REAL, flops_per_image REAL, method TEXT NOT NULL, "
+    "created_at TEXT NOT NULL, PRIMARY KEY (model, resolution))",
+)
+
+#: MIGRATIONS[v] upgrades a database at version v to v + 1.
+MIGRATIONS: dict[int, tuple[str, ...]] = {}

@@ -1,0 +1,68 @@
+"""Spec validation, identity and the Record JSON round trip."""
+
+from __future__ import annotations
+
+import pytest
+
+from xlabench.core import (
+    Costs,
+    MeasureSettings,
+    Parity,
+    Record,
+    Spec,
+    Status,
+    Throughput,
+    UserError,
+    failure,
+)
+
+
+def test_spec_id_is_stable_and_sensitive() -> None:
+    a = Spec("resnet50_v1", "jax", "xla", 224)
+    assert a.spec_id() == Spec("resnet50_v1", "jax", "xla", 224).spec_id()
+    assert a.spec_id() != Spec("resnet50_v1", "jax", "xla", 224, batch_size=8).spec_id()
+    assert a.spec_id() != Spec("resnet50_v1", "jax", "eager", 224).spec_id()
+    changed = Spec("resnet50_v1", "jax", "xla", 224, measure=MeasureSettings(budget_s=5))
+    assert a.spec_id() != changed.spec_id()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"backend": "mxnet"}, "unknown backend"),
+        ({"mode": "graph"}, "has no mode 'graph'"),
+        ({"resolution": 8}, "resolution must be an integer from 16"),
+        ({"batch_size": 0}, "batch size must be"),
+        ({"precision": "fp8"}, "unknown precision"),
+        ({"weights": "laion"}, "unknown weights"),
+    ],
+)
+def test_spec_rejects_bad_values(kwargs: dict, message: str) -> None:
+    base = {"model": "m", "backend": "jax", "mode": "xla", "resolution": 224}
+    with pytest.raises(UserError, match=message):
+        Spec(**{**base, **kwargs})
+
+
+def test_graph_mode_only_on_tensorflow() -> None:
+    assert Spec("m", "tensorflow", "graph", 64).compiled is False
+    assert Spec("m", "tensorflow", "xla", 64).compiled is True
+    assert Spec("m", "torch", "compiled", 64).baseline_mode == "eager"
+
+
+def test_record_round_trip_keeps_everything() -> None:
+    spec = Spec("resnet50_v1", "torch", "compiled", 64, batch_size=2)
+    record = Record(
+        spec=spec, status=Status.OK, family="ResNet_V1", kind="cnn",
+        throughput=Throughput(10.0, 9.0, 11.0, 0.97, 0.1, False, 3, (0.6, 0.61, 0.59), 200.0),
+        parity=Parity("eager", 1e-6, 1e-7, 2e-3, True),
+        costs=Costs(params=5, macs_per_image=1e9), env={"accelerator": "cpu"}, env_id="abc",
+    )
+    again = Record.from_json(record.to_json())
+    assert again == record
+    assert again.spec_id == spec.spec_id()
+
+
+def test_failure_reason_is_one_line() -> None:
+    record = failure(Spec("m", "jax", "eager", 32), Status.CRASHED, "boom\nsecond line\n")
+    assert record.error == "boom"
+    assert not record.ok

@@ -1,0 +1,43 @@
+"""A crash, a hang, an OOM in one worker is a stored record; other results survive."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xlabench.core import MeasureSettings, Spec, Status
+from xlabench.runner import Placement, execute
+from xlabench.runner.worker import FAULT_ENV
+from xlabench.store import ResultStore
+
+pytestmark = pytest.mark.slow
+QUICK = MeasureSettings(min_sample_s=0.02, budget_s=1.0, warmup_min_s=0.1, latency_steps=3)
+
+
+def _spec(**kwargs) -> Spec:
+    return Spec("mobilenet_v3_small", "jax", "eager", 32, batch_size=1, measure=QUICK, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("fault", "timeout_s", "status", "reason"),
+    [
+        ("segfault", 600, Status.CRASHED, "SIGSEGV"),
+        ("exit", 600, Status.CRASHED, "exited with code 3"),
+        ("hang", 30, Status.TIMEOUT, "timed out after 30 s"),
+        ("memoryerror", 600, Status.OOM, "out of host memory"),
+    ],
+)
+def test_faults_become_records(tmp_path: Path, record_factory, fault, timeout_s, status, reason):
+    with ResultStore(tmp_path / "r.db") as store:
+        earlier = record_factory()
+        store.save(earlier)
+        placement = Placement(env={FAULT_ENV: fault})
+        record = execute(_spec(seed=hash(fault) % 1000), store, timeout_s=timeout_s,
+                         placement=placement)
+        assert record.status is status
+        assert reason in record.error
+        rows = store.rows()
+    assert [r["status"] for r in rows] == ["ok", status.value]
+    assert rows[0]["spec_id"] == earlier.spec_id
+    assert rows[1]["error"] == record.error and rows[1]["family"] == "MobileNet_V3"
