@@ -18,13 +18,14 @@ class Throughput:
 
     Samples are pipelined: each one runs `steps_per_sample` steps back to back and then waits
     for the device (sync), so they measure sustained throughput, not single-batch latency.
+    Imported numbers (published without samples) have no CI: those fields are None.
     """
 
     median_sps: float
-    ci_low_sps: float
-    ci_high_sps: float
-    ci_confidence: float  # the confidence the order-statistic interval actually achieves
-    rel_ci_halfwidth: float  # max distance of the CI bounds from the median, relative
+    ci_low_sps: float | None
+    ci_high_sps: float | None
+    ci_confidence: float | None  # the confidence the order-statistic interval achieves
+    rel_ci_halfwidth: float | None  # max distance of the CI bounds from the median, relative
     target_met: bool
     steps_per_sample: int
     sample_s: tuple[float, ...]  # raw: wall seconds of each sample, sync included

@@ -1,0 +1,5 @@
+"""Subcommand: sweep (filled in by the sweep issue)."""
+
+from __future__ import annotations
+
+REGISTRARS: list = []
