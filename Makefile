@@ -38,13 +38,13 @@ lint: setup
 	$(BIN)/lint-imports
 
 unit: setup
-	$(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "not zoo" tests
+	$(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "not zoo" --ignore=tests/zoo tests
 
 # Every model builds and runs on JAX (heavy ones included); the light ones on TF and torch too.
 zoo: setup
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m zoo tests/zoo
-	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy" tests/zoo
-	KERAS_BACKEND=torch $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy" tests/zoo
+	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params" tests/zoo
+	KERAS_BACKEND=torch $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params" tests/zoo
 
 test: setup browser lint unit zoo
 

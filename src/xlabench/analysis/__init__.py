@@ -1,0 +1,79 @@
+"""Layer 3: stored results in, pandas DataFrames out. No plotting, no I/O beyond loading.
+
+One function per finding; the report (layer 4) turns their frames into charts and tables.
+"""
+
+from xlabench.analysis.compute import (
+    PEAK_FP32_TFLOPS,
+    achieved_gflops,
+    backend_comparison,
+    backend_comparison_wide,
+    throughput_vs_batch_size,
+)
+from xlabench.analysis.health import failed_runs, failures_by_reason, parity_failures
+from xlabench.analysis.load import FILTER_COLUMNS, load_results, results_frame
+from xlabench.analysis.ranking import RankRule, rank
+from xlabench.analysis.select import (
+    NON_CNN_KINDS,
+    Comparison,
+    comparison_for,
+    kind_group,
+    latest_per_config,
+    most_common,
+)
+from xlabench.analysis.speedup import (
+    break_even_batches,
+    default_slice,
+    eager_graph_xla_decomposition,
+    family_rule,
+    speedup_by_family,
+    speedup_by_kind,
+    speedup_table,
+)
+from xlabench.analysis.throughput import (
+    compiled_runs,
+    fastest_per_resolution,
+    fastest_rule,
+    mobilenet_family,
+    slower_than,
+    top_models,
+    top_models_rule,
+    top_non_cnn_models,
+)
+
+__all__ = [
+    "FILTER_COLUMNS",
+    "NON_CNN_KINDS",
+    "PEAK_FP32_TFLOPS",
+    "Comparison",
+    "RankRule",
+    "achieved_gflops",
+    "backend_comparison",
+    "backend_comparison_wide",
+    "break_even_batches",
+    "comparison_for",
+    "compiled_runs",
+    "default_slice",
+    "eager_graph_xla_decomposition",
+    "failed_runs",
+    "failures_by_reason",
+    "family_rule",
+    "fastest_per_resolution",
+    "fastest_rule",
+    "kind_group",
+    "latest_per_config",
+    "load_results",
+    "mobilenet_family",
+    "most_common",
+    "parity_failures",
+    "rank",
+    "results_frame",
+    "slower_than",
+    "speedup_by_family",
+    "speedup_by_kind",
+    "speedup_table",
+    "throughput_vs_batch_size",
+    "top_models",
+    "top_models_rule",
+    "top_non_cnn_models",
+]

@@ -72,7 +72,7 @@ def _compiled_runner(model: Any, forward: Any, x: Any) -> Runner:
             exported = torch.export.export(_forward_module(model), (x,), strict=False)
             compiled = torch.compile(exported.module(), dynamic=False)
             info["capture"] = "torch.export(strict=False) then torch.compile"
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 (any capture failure: fall back, say why)
             info["capture"] = "torch.compile (dynamo) after export failed"
             info["export_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
             torch._dynamo.config.recompile_limit = 10_000

@@ -10,6 +10,7 @@ the interpreter leaves no record, and the parent turns that into one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -19,6 +20,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Iterator
 from typing import Any
 
 from xlabench import backends
@@ -76,7 +78,7 @@ def run_spec(spec: Spec, want_costs: bool = False) -> Record:
         record = failure(spec, Status.FAILED, str(exc), **entry_fields)
     except NonFiniteOutputError as exc:
         record = failure(spec, Status.FAILED, str(exc), **entry_fields)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 (failure is data)
         status = Status.OOM if is_oom(exc) else Status.FAILED
         record = failure(spec, status, f"{type(exc).__name__}: {exc}",
                          traceback.format_exc(limit=20), **entry_fields)
@@ -94,7 +96,8 @@ def _measure(spec: Spec, entry: Any, want_costs: bool) -> Record:
     seed_all(spec.seed, spec.backend)
     runtime = backend.setup(spec)
     host_before = _current_rss_mb()
-    model = build_model(entry, spec.resolution, spec.weights)
+    with getattr(backend, "build_context", _no_context)(spec.seed):
+        model = build_model(entry, spec.resolution, spec.weights)
     _inject_fault(os.environ.get(FAULT_ENV, ""))
     x = backend.make_input(spec)
     runner = backend.make_runner(model, spec.mode, x)
@@ -124,6 +127,11 @@ def _measure(spec: Spec, entry: Any, want_costs: bool) -> Record:
         backend_info={**runner.info, "warmup_steady": timed["warmup"].steady},
         sync=backend.SYNC,
     )
+
+
+@contextlib.contextmanager
+def _no_context(seed: int) -> Iterator[None]:
+    yield
 
 
 def _inject_fault(fault: str) -> None:
@@ -184,7 +192,8 @@ def costs_only(model_name: str, resolution: int) -> dict[str, Any]:
     from xlabench.backends import jax as jax_backend
 
     seed_all(0, "jax")
-    model = build_model(entry, resolution)
+    with jax_backend.build_context(0):
+        model = build_model(entry, resolution)
     return {"params": int(model.count_params()), **jax_backend.count_costs(model, resolution)}
 
 

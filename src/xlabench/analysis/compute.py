@@ -1,0 +1,93 @@
+"""Throughput against batch size, achieved GFLOP/s against the device's peak, and the same
+model across backends."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from xlabench.analysis.select import latest_per_config
+
+#: Dense FP32 peak (CUDA cores, no tensor cores) in TFLOP/s, from NVIDIA's datasheets.
+#: V100, H100 and H200 are the SXM parts (V100 PCIe: 14, H100 PCIe: 51), so a PCIe card's
+#: "% of peak" reads low. TF32 and bf16 use tensor cores with other peaks: those rows get none.
+#: CPUs are unknown (it depends on cores, clocks and vector width).
+PEAK_FP32_TFLOPS: dict[str, float] = {
+    "a100": 19.5,
+    "v100": 15.7,
+    "t4": 8.1,
+    "h100": 67.0,
+    "h200": 67.0,
+}
+CONFIG_BUT_BATCH = (
+    "origin", "source", "device", "model", "resolution", "precision", "weights", "tf32",
+    "backend", "mode",
+)
+CONFIG_BUT_BACKEND = (
+    "origin", "source", "device", "model", "resolution", "batch_size", "precision", "weights",
+    "tf32",
+)
+
+
+def achieved_gflops(results: pd.DataFrame) -> pd.DataFrame:
+    """GFLOP/s each configuration achieved, and its share of the device's FP32 peak.
+
+    Achieved = FLOPs per image x throughput, with XLA's cost-analysis FLOPs where stored and
+    2 x MACs otherwise (`flops_source` says which). The peak applies to fp32 runs with TF32 off.
+    """
+    runs = latest_per_config(results)
+    runs = runs[runs["gflops_per_image"].notna()]
+    peak = runs["device"].map(lambda d: 1000 * PEAK_FP32_TFLOPS.get(str(d), float("nan")))
+    plain_fp32 = (runs["precision"] == "fp32") & (runs["tf32"] == 0)
+    peak = peak.where(plain_fp32)
+    achieved = runs["gflops_per_image"] * runs["throughput_sps"]
+    return runs.assign(
+        achieved_gflops_s=achieved, peak_gflops_s=peak, pct_of_peak=100 * achieved / peak,
+        flops_source=runs["flops_per_image"].notna().map({True: "xla cost", False: "2 x MACs"}),
+    ).sort_values(["device", "achieved_gflops_s"], ascending=[True, False]).reset_index(drop=True)
+
+
+def throughput_vs_batch_size(results: pd.DataFrame) -> pd.DataFrame:
+    """Configurations measured at two or more batch sizes, one row per batch size.
+
+    Returns:
+        Runs with `series` (a label for the configuration but its batch size), sorted by
+        series and batch size.
+    """
+    runs = latest_per_config(results)
+    sizes = runs.groupby(list(CONFIG_BUT_BATCH), dropna=False)["batch_size"].transform("nunique")
+    runs = runs[sizes >= 2]
+    series = (runs["model"] + " " + runs["backend"] + "/" + runs["mode"] + " "
+              + runs["precision"] + " @" + runs["resolution"].astype(str) + " on "
+              + runs["device"].astype(str)
+              + runs["origin"].map({"published": " (published)", "local": ""}))
+    return runs.assign(series=series).sort_values(["series", "batch_size"]).reset_index(drop=True)
+
+
+def backend_comparison(results: pd.DataFrame) -> pd.DataFrame:
+    """The same model and configuration measured on two or more backends.
+
+    Returns:
+        One row per backend and mode, with `backend_mode` (e.g. ``jax/xla``) and
+        `vs_fastest_pct`: its throughput relative to the fastest backend/mode of that config.
+    """
+    runs = latest_per_config(results)
+    keys = list(CONFIG_BUT_BACKEND)
+    backends = runs.groupby(keys, dropna=False)["backend"].transform("nunique")
+    runs = runs[backends >= 2]
+    fastest = runs.groupby(keys, dropna=False)["throughput_sps"].transform("max")
+    return runs.assign(
+        backend_mode=runs["backend"] + "/" + runs["mode"],
+        vs_fastest_pct=100 * runs["throughput_sps"] / fastest,
+    ).sort_values([*keys, "throughput_sps"], ascending=[True] * len(keys) + [False]) \
+        .reset_index(drop=True)
+
+
+def backend_comparison_wide(comparison: pd.DataFrame) -> pd.DataFrame:
+    """`backend_comparison` with one column of throughput per backend/mode."""
+    keys = [k for k in CONFIG_BUT_BACKEND if k != "source"]
+    if comparison.empty:
+        return pd.DataFrame(columns=keys)
+    wide = comparison.pivot_table(index=keys, columns="backend_mode", values="throughput_sps",
+                                  aggfunc="max")
+    wide.columns = [str(c) for c in wide.columns]
+    return wide.reset_index()

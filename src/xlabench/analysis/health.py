@@ -1,0 +1,48 @@
+"""What went wrong: parity failures and failed runs."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from xlabench.analysis.select import CONFIG_KEYS
+
+
+def parity_failures(results: pd.DataFrame) -> pd.DataFrame:
+    """Runs whose compiled output differed from eager beyond tolerance (parity_passed = 0)."""
+    failed = results[results["parity_passed"] == 0]
+    return failed.sort_values(["model", "backend", "mode", "id"]).reset_index(drop=True)
+
+
+def failed_runs(results: pd.DataFrame) -> pd.DataFrame:
+    """Every run that did not finish with status ok, oldest first.
+
+    `later_ok` says whether the same configuration also has a successful run (e.g. a re-run
+    after a transient failure), and `runs` is 1 so that charts can sum it.
+    """
+    failed = results[results["status"] != "ok"]
+    ok_keys = set(map(tuple, results.loc[results["status"] == "ok", list(CONFIG_KEYS)].values))
+    later_ok = [tuple(row) in ok_keys for row in failed[list(CONFIG_KEYS)].values]
+    reason = failed["error"].fillna("").astype(str).replace("", "(no reason recorded)")
+    return failed.assign(reason=reason, later_ok=later_ok, runs=1).sort_values("id") \
+        .reset_index(drop=True)
+
+
+def failures_by_reason(results: pd.DataFrame) -> pd.DataFrame:
+    """Failed runs counted by status and reason, with the models and modes they hit."""
+    failed = failed_runs(results)
+    columns = ["status", "reason", "runs", "models", "backend_modes"]
+    if failed.empty:
+        return pd.DataFrame(columns=columns)
+    backend_mode = failed["backend"] + "/" + failed["mode"]
+    groups = failed.assign(backend_mode=backend_mode).groupby(["status", "reason"], sort=True)
+    summary = groups.agg(
+        runs=("runs", "sum"), models=("model", _joined), backend_modes=("backend_mode", _joined)
+    ).reset_index()
+    return summary.sort_values(["runs", "status"], ascending=[False, True])[columns] \
+        .reset_index(drop=True)
+
+
+def _joined(values: pd.Series, limit: int = 8) -> str:
+    unique = sorted({str(v) for v in values})
+    more = f" (+{len(unique) - limit} more)" if len(unique) > limit else ""
+    return ", ".join(unique[:limit]) + more

@@ -1,0 +1,81 @@
+"""Confidence intervals of a speedup, from the two throughputs it compares.
+
+Two methods, chosen per pair:
+
+- ``bootstrap``: when both runs stored at least `MIN_BOOTSTRAP_SAMPLES` raw samples, resample
+  each run's per-sample throughputs with replacement (independently: the runs are separate
+  processes), take the median of each resample, and read the 2.5th and 97.5th percentiles of
+  compiled/baseline (and compiled - baseline). Seeded, so a report is reproducible.
+- ``ci-ends``: otherwise, combine the ends of the two stored 95% CIs of the median:
+  ratio in [c_low / b_high, c_high / b_low], difference in [c_low - b_high, c_high - b_low].
+  If each CI covers its median with >= 95%, both do with >= 90.25% (independent runs), and
+  then the speedup is inside these bounds: conservative in width, >= 90% in coverage.
+- ``none``: a side has no CI (published numbers): the point estimate only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+MIN_BOOTSTRAP_SAMPLES = 10  # fewer samples give a bootstrap median too coarse to trust
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 20230601
+
+
+@dataclass(frozen=True)
+class SpeedupInterval:
+    """A speedup's ratio and difference intervals, and how they were computed."""
+
+    ratio_low: float
+    ratio_high: float
+    diff_low_sps: float
+    diff_high_sps: float
+    method: str
+
+
+NO_INTERVAL = SpeedupInterval(math.nan, math.nan, math.nan, math.nan, "none")
+
+
+def from_ci_ends(
+    compiled: tuple[float, float], baseline: tuple[float, float]
+) -> SpeedupInterval:
+    """Bounds from the ends of both throughput CIs, each given as (low, high) samples/s."""
+    (c_low, c_high), (b_low, b_high) = compiled, baseline
+    if any(math.isnan(v) for v in (c_low, c_high, b_low, b_high)) or min(b_low, b_high) <= 0:
+        return NO_INTERVAL
+    return SpeedupInterval(c_low / b_high, c_high / b_low, c_low - b_high, c_high - b_low,
+                           "ci-ends")
+
+
+def bootstrap(
+    compiled_sps: Sequence[float], baseline_sps: Sequence[float], rng: np.random.Generator
+) -> SpeedupInterval:
+    """Percentile bootstrap of the ratio and difference of the two medians."""
+    c_medians = _resampled_medians(np.asarray(compiled_sps, dtype=float), rng)
+    b_medians = _resampled_medians(np.asarray(baseline_sps, dtype=float), rng)
+    ratio_low, ratio_high = np.percentile(c_medians / b_medians, [2.5, 97.5])
+    diff_low, diff_high = np.percentile(c_medians - b_medians, [2.5, 97.5])
+    return SpeedupInterval(float(ratio_low), float(ratio_high), float(diff_low),
+                           float(diff_high), "bootstrap")
+
+
+def _resampled_medians(samples: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    picks = rng.integers(0, len(samples), size=(BOOTSTRAP_RESAMPLES, len(samples)))
+    return np.median(samples[picks], axis=1)
+
+
+def speedup_interval(
+    compiled_sps: Sequence[float],
+    baseline_sps: Sequence[float],
+    compiled_ci: tuple[float, float],
+    baseline_ci: tuple[float, float],
+    rng: np.random.Generator,
+) -> SpeedupInterval:
+    """Bootstrap when both runs have enough raw samples, else the CI ends, else none."""
+    if min(len(compiled_sps), len(baseline_sps)) >= MIN_BOOTSTRAP_SAMPLES:
+        return bootstrap(compiled_sps, baseline_sps, rng)
+    return from_ci_ends(compiled_ci, baseline_ci)

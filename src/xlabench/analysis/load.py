@@ -1,0 +1,112 @@
+"""Stored results as one pandas DataFrame: flat columns, plus what analysis needs from the JSON.
+
+Derived columns (beside every flat column of `results` and its `id`):
+    device: the accelerator the run used (``a100``, ``cpu``...), the report's name for it.
+    origin: ``local`` (measured by xlabench) or ``published`` (imported from a CSV).
+    provenance: a short text for tables, e.g. ``published (study.csv; unsynced, no CI)``.
+    gmacs_per_image / gflops_per_image / params_m: costs in the units tables show.
+    sample_sps: the raw per-sample throughputs (samples/s), for bootstrap intervals.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+
+from xlabench.store import ResultStore
+from xlabench.store.schema import RESULT_COLUMNS
+
+#: The dimensions the report filters on.
+FILTER_COLUMNS = ("device", "resolution", "backend", "mode", "precision")
+IMPORT_PREFIX = "import:"
+DERIVED_COLUMNS = (
+    "device", "origin", "provenance", "gmacs_per_image", "gflops_per_image", "params_m",
+    "steps_per_sample", "sample_sps",
+)
+_FLAT = tuple((name, kind) for name, kind in RESULT_COLUMNS if name != "record_json")
+
+
+def load_results(db_path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Every stored result of an xlabench database, one row per run.
+
+    Args:
+        db_path: an existing xlabench SQLite file.
+
+    Returns:
+        The frame described in this module's docstring.
+    """
+    with ResultStore(db_path) as store:
+        rows = store.rows_with_records()
+    return results_frame(rows)
+
+
+def results_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """The analysis frame from `ResultStore.rows_with_records()`-style dicts."""
+    flat_rows = [_flatten(row) for row in rows]
+    columns = ["id", *(name for name, _ in _FLAT), "steps_per_sample", "sample_s", "misbuilt"]
+    frame = pd.DataFrame(flat_rows, columns=columns)
+    frame = _typed(frame)
+    return _derive(frame)
+
+
+def _flatten(row: dict[str, Any]) -> dict[str, Any]:
+    flat = {k: v for k, v in row.items() if k != "record_json"}
+    record = json.loads(row["record_json"]) if row.get("record_json") else {}
+    throughput = record.get("throughput") or {}
+    flat["steps_per_sample"] = throughput.get("steps_per_sample")
+    flat["sample_s"] = list(throughput.get("sample_s") or [])
+    flat["misbuilt"] = (record.get("provenance") or {}).get("misbuilt", "")
+    return flat
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    """SQL types to pandas ones, so an empty db gives the same dtypes as a full one."""
+    types: dict[str, Any] = {"id": "int64", "steps_per_sample": "float64"}
+    for name, kind in _FLAT:
+        if kind.startswith("REAL") or kind == "INTEGER":
+            types[name] = "float64"  # nullable numbers: NaN marks "not measured"
+        elif kind.startswith("INTEGER"):
+            types[name] = "int64"
+        else:
+            types[name] = "object"
+    for name, dtype in types.items():
+        values = frame[name]
+        frame[name] = pd.to_numeric(values) if dtype != "object" else values.astype(object)
+        frame[name] = frame[name].astype(dtype)
+    return frame
+
+
+def _derive(frame: pd.DataFrame) -> pd.DataFrame:
+    published = frame["source"].astype(str).str.startswith(IMPORT_PREFIX)
+    gmacs = frame["macs_per_image"] / 1e9
+    # XLA's cost analysis counts every op; without it, 2 FLOPs per multiply-accumulate.
+    flops = frame["flops_per_image"].fillna(2 * frame["macs_per_image"])
+    return frame.assign(
+        device=frame["accelerator"],
+        origin=published.map({True: "published", False: "local"}).astype(object),
+        provenance=[_provenance(s, m) for s, m in zip(frame["source"], frame["misbuilt"],
+                                                      strict=True)],
+        gmacs_per_image=gmacs,
+        gflops_per_image=flops / 1e9,
+        params_m=frame["params"] / 1e6,
+        sample_sps=[_per_sample_sps(r) for r in frame.itertuples()],
+    ).drop(columns=["sample_s", "misbuilt"])
+
+
+def _provenance(source: str, misbuilt: str) -> str:
+    if str(source).startswith(IMPORT_PREFIX):
+        note = f"; {misbuilt}" if misbuilt else ""
+        return f"published ({source[len(IMPORT_PREFIX):]}; unsynced, no CI{note})"
+    return str(source)
+
+
+def _per_sample_sps(row: Any) -> list[float]:
+    """Throughput of each raw sample: batch x steps per sample / seconds (as `measure` does)."""
+    if not row.sample_s or not row.steps_per_sample or pd.isna(row.steps_per_sample):
+        return []
+    images = row.batch_size * row.steps_per_sample
+    return [images / s for s in row.sample_s if s > 0]

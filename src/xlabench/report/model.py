@@ -1,0 +1,72 @@
+"""What a report is made of: findings, each with a summary, charts and tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from xlabench.analysis import Comparison
+from xlabench.report.charts import ChartSpec
+from xlabench.report.tables import Column, Table
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What the reader chose: the comparison, the slice of findings 4 and 5, the top-N."""
+
+    comparison: Comparison = field(default_factory=Comparison)
+    device: str | None = None
+    resolution: int | None = None
+    top_n: int = 10
+
+
+@dataclass(eq=False)
+class Finding:
+    """One section of the report. `empty` is said when there is no data for it."""
+
+    key: str
+    title: str
+    summary: list[str] = field(default_factory=list)
+    charts: list[ChartSpec] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    empty: str | None = None
+    part: str = "study"  # study: the 2023 study's findings; beyond: what it did not measure
+
+
+@dataclass(eq=False)
+class Context:
+    """Inputs every finding builder reads; the speedup table is computed once."""
+
+    results: pd.DataFrame
+    options: ReportOptions
+    speedups: pd.DataFrame
+    device: str | None
+    resolution: int | None
+
+
+SPS = Column("throughput_sps", "samples/s [95% CI]", "sps",
+             ci=("throughput_sps_ci_low", "throughput_sps_ci_high"))
+PROVENANCE = Column("provenance", "provenance", "text")
+NOISE = Column("within_noise", "order vs neighbours", "noise")
+HOVER_RUN = (
+    ("model", "model"), ("family", "family"), ("device", "device"),
+    ("resolution", "resolution"), ("batch_size", "batch"), ("backend", "backend"),
+    ("mode", "mode"), ("precision", "precision"), ("throughput_sps", "samples/s"),
+    ("throughput_sps_ci_low", "CI low"), ("throughput_sps_ci_high", "CI high"),
+    ("provenance", "provenance"),
+)
+HOVER_PAIR = (
+    ("model", "model"), ("family", "family"), ("device", "device"),
+    ("resolution", "resolution"), ("batch_size", "batch"), ("precision", "precision"),
+    ("baseline_sps", "baseline samples/s"), ("compiled_sps", "compiled samples/s"),
+    ("speedup_ratio", "speedup x"), ("speedup_ratio_ci_low", "CI low"),
+    ("speedup_ratio_ci_high", "CI high"), ("speedup_abs_sps", "speedup samples/s"),
+    ("speedup_rel_pct", "speedup %"), ("ci_method", "CI method"), ("provenance", "provenance"),
+)
+MARKER_NOTE = "Hollow diamonds / hatched bars: published numbers (unsynced, no CI)."
+
+
+def origin_label(origin: object, device: object) -> str:
+    """``a100`` for local results, ``a100 (published)`` for imported ones."""
+    return f"{device} (published)" if origin == "published" else str(device)

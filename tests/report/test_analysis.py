@@ -1,0 +1,331 @@
+"""Analysis: one function per finding, synthetic records in, DataFrames out."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import make_record
+from tests.report.conftest import grid_records
+from xlabench.analysis import (
+    Comparison,
+    RankRule,
+    achieved_gflops,
+    backend_comparison,
+    backend_comparison_wide,
+    comparison_for,
+    default_slice,
+    eager_graph_xla_decomposition,
+    failed_runs,
+    failures_by_reason,
+    fastest_per_resolution,
+    load_results,
+    mobilenet_family,
+    parity_failures,
+    rank,
+    results_frame,
+    slower_than,
+    speedup_by_family,
+    speedup_by_kind,
+    speedup_table,
+    throughput_vs_batch_size,
+    top_models,
+    top_non_cnn_models,
+)
+from xlabench.core import Costs, Record, Status, Throughput, UserError
+from xlabench.store import ResultStore
+from xlabench.store.db import record_to_row
+
+TF = Comparison()
+
+
+def frame(records: list[Record]) -> pd.DataFrame:
+    """The analysis frame of `records`, without a db (ids in list order)."""
+    rows = []
+    for i, record in enumerate(records, start=1):
+        rows.append({"id": i, **record_to_row(record, None)})
+    return results_frame(rows)
+
+
+@pytest.fixture(scope="module")
+def grid() -> pd.DataFrame:
+    return frame(grid_records())
+
+
+def with_samples(record: Record, sample_sps: list[float]) -> Record:
+    """`record` with these per-sample throughputs (batch 4, 10 steps per sample)."""
+    tp = record.throughput
+    assert tp is not None
+    sample_s = tuple(40 / s for s in sample_sps)
+    return record.replace(throughput=Throughput(
+        tp.median_sps, tp.ci_low_sps, tp.ci_high_sps, 0.95, 0.02, True, 10, sample_s, 1.0))
+
+
+def test_load_results_from_an_empty_db_has_every_column(tmp_path: Path) -> None:
+    with ResultStore(tmp_path / "r.db"):
+        pass
+    results = load_results(tmp_path / "r.db")
+    assert results.empty
+    for column in ("device", "origin", "throughput_sps", "compile_s", "sample_sps", "params_m"):
+        assert column in results.columns
+
+
+def test_load_results_derives_units_origin_and_samples(tmp_path: Path) -> None:
+    with ResultStore(tmp_path / "r.db") as store:
+        store.save(make_record(throughput=200.0))
+    (row,) = load_results(tmp_path / "r.db").to_dict("records")
+    assert row["device"] == "a100" and row["origin"] == "local"
+    assert row["gmacs_per_image"] == pytest.approx(4.1)
+    assert row["gflops_per_image"] == pytest.approx(8.2)
+    assert row["params_m"] == pytest.approx(25.636712)
+    assert sorted(row["sample_sps"]) == pytest.approx([196, 198, 200, 202, 204])
+
+
+@pytest.mark.parametrize(
+    ("backend", "baseline", "expected"),
+    [
+        ("tensorflow", None, ("eager", "xla")),
+        ("tensorflow", "graph", ("graph", "xla")),
+        ("jax", None, ("eager", "xla")),
+        ("torch", None, ("eager", "compiled")),
+    ],
+)
+def test_comparison_for(backend: str, baseline: str | None, expected: tuple[str, str]) -> None:
+    cmp = comparison_for(backend, baseline)
+    assert (cmp.baseline_mode, cmp.compiled_mode) == expected
+
+
+@pytest.mark.parametrize(("backend", "baseline"), [("jax", "graph"), ("torch", "xla"),
+                                                   ("mxnet", None), ("tensorflow", "xla")])
+def test_comparison_for_refuses_what_does_not_exist(backend: str, baseline: str | None) -> None:
+    with pytest.raises(UserError):
+        comparison_for(backend, baseline)
+
+
+def test_latest_run_of_a_configuration_wins() -> None:
+    results = frame([make_record(throughput=100.0), make_record(throughput=150.0)])
+    assert top_models(results, TF)["throughput_sps"].tolist() == [150.0]
+
+
+RANKED = pd.DataFrame({
+    "model": ["a", "b", "c", "d"], "g": ["x"] * 4, "v": [100.0, 99.0, 50.0, 10.0],
+    "lo": [98.0, 97.0, 49.0, math.nan], "hi": [102.0, 101.0, 51.0, math.nan],
+})
+
+
+@pytest.mark.parametrize(
+    ("top_n", "expected_models", "expected_noise"),
+    [(None, ["a", "b", "c", "d"], [True, True, False, pd.NA]), (2, ["a", "b"], [True, True])],
+)
+def test_rank_marks_overlapping_neighbours_as_within_noise(
+    top_n: int | None, expected_models: list[str], expected_noise: list[object]
+) -> None:
+    ranked = rank(RANKED, RankRule("v", top_n=top_n, top_per=("g",), ci_low="lo", ci_high="hi"))
+    assert ranked["model"].tolist() == expected_models
+    assert ranked["rank"].tolist() == list(range(1, len(expected_models) + 1))
+    assert [x if x is not pd.NA else pd.NA for x in ranked["within_noise"]] == expected_noise
+
+
+def test_rank_keeps_the_best_row_per_key() -> None:
+    data = RANKED.assign(model=["a", "a", "b", "b"])
+    assert rank(data, RankRule("v", per=("model",)))["v"].tolist() == [100.0, 50.0]
+
+
+def test_top_models_per_device_and_non_cnn_filter(grid: pd.DataFrame) -> None:
+    top = top_models(grid, TF, n=3)
+    assert set(top.groupby("device").size()) == {3}
+    a100 = top[(top["device"] == "a100") & (top["origin"] == "local")]
+    # a model's best configuration counts: resnet50_v1 at batch 16 beats mobilenet_v1 at 4
+    assert a100["model"].tolist() == ["mobilenet_v3_small", "resnet50_v1", "mobilenet_v1"]
+    assert a100["batch_size"].tolist() == [4, 16, 4]
+    non_cnn = top_non_cnn_models(grid, TF)
+    assert set(non_cnn["kind"]) == {"transformer", "mlp"}
+
+
+def test_fastest_per_resolution_names_the_runner_up(grid: pd.DataFrame) -> None:
+    by_device = fastest_per_resolution(grid, TF, by_device=True)
+    row = by_device[by_device["device"] == "t4"].iloc[0]
+    assert (row["model"], row["runner_up"]) == ("mobilenet_v3_small", "resnet50_v1")
+    assert row["within_noise"] is pd.NA or not row["within_noise"]
+    overall = fastest_per_resolution(grid, TF)
+    assert overall["device"].tolist() == ["a100"]
+
+
+def test_fastest_winner_within_noise_when_cis_overlap() -> None:
+    results = frame([make_record(model="a", throughput=100.0),
+                     make_record(model="b", throughput=101.0)])
+    (row,) = fastest_per_resolution(results, TF).to_dict("records")
+    assert row["model"] == "b" and row["runner_up"] == "a" and row["within_noise"] is True
+
+
+def test_mobilenet_family_and_the_v3_small_claim(grid: pd.DataFrame) -> None:
+    runs = mobilenet_family(grid, TF)
+    assert set(runs["model"]) == {"mobilenet_v1", "mobilenet_v3_small"}
+    assert set(runs["mode"]) == {"eager", "xla"}
+    check = slower_than(runs, "mobilenet_v3_small", "mobilenet_v1", "xla")
+    assert len(check) == 2 and not check["slower"].any()
+
+
+def test_speedup_from_ci_ends_is_exact() -> None:
+    results = frame([make_record(mode="eager", throughput=100.0),
+                     make_record(mode="xla", throughput=200.0)])
+    (row,) = speedup_table(results, TF).to_dict("records")
+    assert row["speedup_ratio"] == 2.0 and row["speedup_abs_sps"] == 100.0
+    assert row["speedup_rel_pct"] == pytest.approx(100.0)
+    assert row["ci_method"] == "ci-ends"
+    assert row["speedup_ratio_ci_low"] == pytest.approx(196 / 102)
+    assert row["speedup_ratio_ci_high"] == pytest.approx(204 / 98)
+    assert row["speedup_abs_ci_low_sps"] == pytest.approx(196 - 102)
+    assert row["significant"] is True
+
+
+def test_speedup_bootstraps_from_raw_samples_when_there_are_enough() -> None:
+    base = [100.0 + (i % 5) for i in range(20)]
+    comp = [150.0 + (i % 7) for i in range(20)]
+    records = [with_samples(make_record(mode="eager", throughput=102.0), base),
+               with_samples(make_record(mode="xla", throughput=153.0), comp)]
+    first = speedup_table(frame(records), TF).iloc[0]
+    again = speedup_table(frame(records), TF).iloc[0]
+    assert first["ci_method"] == "bootstrap"
+    assert first["speedup_ratio_ci_low"] <= 153 / 102 <= first["speedup_ratio_ci_high"]
+    assert first["speedup_ratio_ci_low"] > 1.4  # the spread is small
+    assert first["speedup_ratio_ci_low"] == again["speedup_ratio_ci_low"]  # seeded
+
+
+def test_published_pairs_have_no_interval() -> None:
+    no_ci = Throughput(100.0, None, None, None, None, False, 100, (), 40.0)
+    records = [make_record(mode="eager").replace(throughput=no_ci),
+               make_record(mode="xla", throughput=150.0)]
+    row = speedup_table(frame(records), TF).iloc[0]
+    assert row["ci_method"] == "none" and row["significant"] is pd.NA
+
+
+def test_speedup_within_noise_is_not_significant() -> None:
+    results = frame([make_record(mode="eager", throughput=100.0),
+                     make_record(mode="xla", throughput=101.0)])
+    (row,) = speedup_table(results, TF).to_dict("records")
+    assert row["significant"] is False
+
+
+@pytest.mark.parametrize(
+    ("compiled_sps", "expected_batches"),
+    # batch 4: baseline 40 ms, compiled 20 ms -> 20 ms saved; compile 2.9 s -> 145 batches
+    [(200.0, 145.0), (100.0, None), (80.0, None)],
+)
+def test_break_even_batches(compiled_sps: float, expected_batches: float | None) -> None:
+    results = frame([make_record(mode="eager", throughput=100.0),
+                     make_record(mode="xla", throughput=compiled_sps)])
+    row = speedup_table(results, TF).iloc[0]
+    if expected_batches is None:
+        assert math.isnan(row["break_even_batches"]) and not row["pays_off"]
+    else:
+        assert row["break_even_batches"] == pytest.approx(expected_batches)
+        assert row["break_even_images"] == pytest.approx(4 * expected_batches)
+
+
+def test_speedups_of_other_backends(grid: pd.DataFrame) -> None:
+    jax = speedup_table(grid, comparison_for("jax"))
+    assert set(jax["comparison"]) == {"jax xla vs eager"}
+    assert jax["speedup_ratio"].round(6).eq(round(2.1 / 0.9, 6)).all()
+    graph = speedup_table(grid, comparison_for("tensorflow", "graph"))
+    assert len(graph) == 12
+    assert speedup_table(grid, comparison_for("torch")).empty
+
+
+def test_best_variant_depends_on_the_metric() -> None:
+    # big: +100 samples/s but +10%; small: +60 samples/s but +60%.
+    records = [
+        make_record(model="big", mode="eager", throughput=1000.0, family="F"),
+        make_record(model="big", mode="xla", throughput=1100.0, family="F"),
+        make_record(model="small", mode="eager", throughput=100.0, family="F"),
+        make_record(model="small", mode="xla", throughput=160.0, family="F"),
+    ]
+    speedups = speedup_table(frame(records), TF)
+    assert default_slice(speedups) == ("a100", 224)
+    absolute = speedup_by_family(speedups, "speedup_abs_sps", "a100", 224)
+    relative = speedup_by_family(speedups, "speedup_rel_pct", "a100", 224)
+    assert absolute["model"].tolist() == ["big"] and relative["model"].tolist() == ["small"]
+
+
+def test_speedup_by_kind_keeps_detectors_apart(grid: pd.DataFrame) -> None:
+    summary = speedup_by_kind(speedup_table(grid, TF))
+    assert set(summary["kind_group"]) == {"CNN", "non-CNN", "detector"}
+    a100 = summary[(summary["device"] == "a100") & (summary["kind_group"] == "non-CNN")]
+    assert int(a100["configs"].iloc[0]) == 2
+
+
+def test_eager_graph_xla_decomposition_adds_up() -> None:
+    records = [make_record(mode="eager", throughput=100.0),  # 40 ms per batch of 4
+               make_record(mode="graph", throughput=200.0),  # 20 ms
+               make_record(mode="xla", throughput=400.0)]  # 10 ms
+    (row,) = eager_graph_xla_decomposition(frame(records)).to_dict("records")
+    assert row["python_overhead_ms"] == pytest.approx(20.0)
+    assert row["compiler_saving_ms"] == pytest.approx(10.0)
+    assert row["overhead_share_pct"] == pytest.approx(200 / 3)
+    assert row["xla_over_eager"] == pytest.approx(row["graph_over_eager"] * row["xla_over_graph"])
+
+
+def test_achieved_gflops_against_the_fp32_peak() -> None:
+    no_flops = Costs(params=1, macs_per_image=1e9)
+    records = [
+        make_record(throughput=1000.0),  # 8.2 GFLOP x 1000/s = 8200 GFLOP/s of 19500
+        make_record(model="m", throughput=1000.0, accelerator="cpu").replace(costs=no_flops),
+        make_record(model="b", throughput=1000.0, precision="bf16"),
+    ]
+    gflops = achieved_gflops(frame(records)).set_index("model")
+    assert gflops.loc["resnet50_v1", "pct_of_peak"] == pytest.approx(100 * 8200 / 19500)
+    assert gflops.loc["m", "achieved_gflops_s"] == pytest.approx(2000.0)
+    assert gflops.loc["m", "flops_source"] == "2 x MACs"
+    assert math.isnan(gflops.loc["m", "pct_of_peak"])  # cpu: peak unknown
+    assert math.isnan(gflops.loc["b", "peak_gflops_s"])  # bf16: not the FP32 peak
+
+
+def test_throughput_vs_batch_size_keeps_swept_configurations(grid: pd.DataFrame) -> None:
+    swept = throughput_vs_batch_size(grid)
+    # resnet50_v1 tensorflow/xla at 4, 8, 16; mobilenet_v1 jax/xla at 2 and 4
+    assert set(swept["model"]) == {"resnet50_v1", "mobilenet_v1"}
+    resnet = swept[(swept["model"] == "resnet50_v1") & (swept["device"] == "a100")]
+    assert resnet["series"].nunique() == 1
+    assert resnet["batch_size"].tolist() == [4, 8, 16] and set(resnet["mode"]) == {"xla"}
+
+
+def test_backend_comparison(grid: pd.DataFrame) -> None:
+    both = backend_comparison(grid)
+    assert {"tensorflow/xla", "jax/xla", "jax/eager"} <= set(both["backend_mode"])
+    assert both["vs_fastest_pct"].max() == pytest.approx(100.0)
+    wide = backend_comparison_wide(both)
+    assert {"tensorflow/eager", "jax/xla"} <= set(wide.columns)
+
+
+def test_failures_and_parity(grid: pd.DataFrame) -> None:
+    failed = failed_runs(grid)
+    assert set(failed["status"]) == {"timeout", "oom", "failed"}
+    reasons = failures_by_reason(grid)
+    assert reasons["runs"].sum() == 3
+    parity = parity_failures(grid)
+    assert parity["model"].tolist() == ["mobilenet_v1"]
+
+
+FUNCTIONS: list[Callable[[pd.DataFrame], pd.DataFrame]] = [
+    lambda r: top_models(r, TF), lambda r: top_non_cnn_models(r, TF),
+    lambda r: fastest_per_resolution(r, TF), lambda r: fastest_per_resolution(r, TF, True),
+    lambda r: mobilenet_family(r, TF), lambda r: speedup_table(r, TF),
+    lambda r: speedup_by_kind(speedup_table(r, TF)),
+    lambda r: speedup_by_family(speedup_table(r, TF), "speedup_abs_sps", None, None),
+    eager_graph_xla_decomposition, achieved_gflops, throughput_vs_batch_size,
+    backend_comparison, failed_runs, failures_by_reason, parity_failures,
+]
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+@pytest.mark.parametrize("which", ["empty", "failures only"])
+def test_every_finding_copes_with_no_data(function: Callable, which: str) -> None:
+    records = [] if which == "empty" else [make_record(status=Status.CRASHED)]
+    result = function(frame(records))
+    assert isinstance(result, pd.DataFrame)
+    if which == "empty":
+        assert result.empty

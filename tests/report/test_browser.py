@@ -1,0 +1,119 @@
+"""The page in a real browser: Debian's Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ARTIFACTS
+from tests.report.conftest import Built
+from xlabench.analysis import load_results
+from xlabench.report import ReportOptions, build_findings
+from xlabench.report.charts import ChartSpec, visible_rows
+
+pytestmark = pytest.mark.browser
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+SCREENSHOT = ARTIFACTS / "report-browser.png"
+CHART_STATE = """() => Array.from(document.querySelectorAll('div.chart')).map(div => ({
+    key: div.dataset.chart,
+    points: Number(div.getAttribute('data-points')),
+    svg: div.querySelectorAll('svg.main-svg').length,
+    traces: (div.data || []).length,
+    drawn: div.querySelectorAll('.scatterlayer .trace, .barlayer .trace').length,
+    xs: (div.data || []).reduce((n, t) => n + t.x.length, 0),
+    data: JSON.stringify(div.data || []),
+}))"""
+
+
+@pytest.fixture(scope="module")
+def page(built_report: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.skip("needs Debian's Chromium: apt-get install -y chromium")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    profile = tmp_path_factory.mktemp("chromium-profile")  # a fresh user-data-dir
+    with sync_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile), executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True,
+            viewport={"width": 1400, "height": 1000},
+        )
+        page = context.new_page()
+        page.problems = []  # console errors and uncaught exceptions
+        page.requests = []
+        page.on("console", lambda m: m.type == "error" and page.problems.append(m.text))
+        page.on("pageerror", lambda e: page.problems.append(str(e)))
+        page.on("request", lambda r: page.requests.append(r.url))
+        page.goto((built_report.out / "index.html").as_uri())
+        page.wait_for_selector("body[data-rendered='1']", timeout=60_000)
+        yield page
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def charts(built_report: Built) -> dict[str, ChartSpec]:
+    findings = build_findings(load_results(built_report.db), ReportOptions())
+    return {c.key: c for f in findings for c in f.charts}
+
+
+def test_page_loads_without_errors_or_network(page: Any, built_report: Built) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT))
+    assert page.problems == []
+    assert page.requests == [(built_report.out / "index.html").as_uri()]
+    assert page.evaluate("() => [window.__xss, document.scripts.length]") == [None, 3]
+
+
+def test_every_chart_renders_what_python_computes(page: Any, charts: dict) -> None:
+    state = page.evaluate(CHART_STATE)
+    assert {s["key"] for s in state} == set(charts)
+    for chart in state:
+        expected = len(visible_rows(charts[chart["key"]], {}))
+        assert chart["svg"] >= 1 and chart["points"] == expected > 0, chart["key"]
+        assert chart["traces"] >= 1 and chart["drawn"] == chart["traces"], chart["key"]
+        assert chart["xs"] == expected, chart["key"]
+
+
+def test_values_reach_plotly_escaped(page: Any) -> None:
+    top = next(s for s in page.evaluate(CHART_STATE) if s["key"] == "top-models")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in top["data"]
+    assert "<script>" not in top["data"]
+
+
+def test_hover_shows_a_label(page: Any) -> None:
+    page.locator("#chart-top-models .scatterlayer .point").first.hover(force=True)
+    page.wait_for_selector("#chart-top-models .hoverlayer .hovertext", timeout=10_000)
+    hover = page.locator("#chart-top-models .hoverlayer").text_content() or ""  # SVG: no innerText
+    assert "samples/s" in hover and "provenance" in hover
+
+
+def test_a_filter_changes_the_charts_and_tables(page: Any, charts: dict) -> None:
+    before = {s["key"]: s["points"] for s in page.evaluate(CHART_STATE)}
+    page.select_option("select[data-filter=device]", "t4")
+    page.wait_for_selector("body[data-rendered='2']", timeout=60_000)
+    after = {s["key"]: s for s in page.evaluate(CHART_STATE)}
+    for key, chart in charts.items():
+        wanted = {"device": "t4"} if "device" in chart.filter_columns() else {}
+        assert after[key]["points"] == len(visible_rows(chart, wanted)), key
+        assert after[key]["xs"] == after[key]["points"], key
+    assert after["top-models"]["points"] < before["top-models"]
+    shown = page.evaluate("""() => Array.from(document.querySelectorAll(
+        '#top-models tbody tr')).filter(tr => !tr.hidden).map(tr => tr.dataset.fDevice)""")
+    assert shown and set(shown) == {"t4"}
+    page.screenshot(path=str(SCREENSHOT.with_name("report-browser-t4.png")))
+    page.click("#reset-filters")
+    page.wait_for_selector("body[data-rendered='3']", timeout=60_000)
+    assert {s["key"]: s["points"] for s in page.evaluate(CHART_STATE)} == before
+    assert page.problems == []
+
+
+def test_chromium_is_debians() -> None:
+    if not CHROMIUM.exists():
+        pytest.skip("no /usr/bin/chromium")
+    assert shutil.which("chromium") == str(CHROMIUM)

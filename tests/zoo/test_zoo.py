@@ -1,0 +1,103 @@
+"""Every registry model, timm-style: it builds, runs, has the right shape and the right size.
+
+Runs on the backend KERAS_BACKEND names (see conftest.py). Heavy models (> 100M parameters or
+slow to build) are marked `heavy`: `make zoo` runs them on JAX only.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import math
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from xlabench.backends.base import seed_all
+from xlabench.zoo import REGISTRY, ModelEntry, build_model
+
+BACKEND = os.environ["KERAS_BACKEND"]
+PARAMS_TOLERANCE = 0.005
+
+
+def _cases(marks_for: callable) -> list:
+    return [pytest.param(e, id=e.name, marks=marks_for(e)) for e in REGISTRY]
+
+
+def _heavy(entry: ModelEntry) -> list:
+    return [pytest.mark.heavy] if entry.heavy else []
+
+
+def _params_marks(entry: ModelEntry) -> list:
+    return [pytest.mark.params, *_heavy(entry)]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_session():
+    seed_all(0, BACKEND)
+    yield
+    keras.backend.clear_session()
+    gc.collect()
+
+
+def _trainable_count(model: keras.Model) -> int:
+    return sum(math.prod(w.shape) for w in model.trainable_weights)
+
+
+def _forward(model: keras.Model, x):
+    """One inference call. On JAX the whole forward is jitted: one XLA compile instead of one
+    per op and shape, which is what makes eager JAX slow to *start* (not to run)."""
+    if BACKEND != "jax":
+        return model(x, training=False)
+    import jax
+
+    trainable = [v.value for v in model.trainable_variables]
+    non_trainable = [v.value for v in model.non_trainable_variables]
+    return jax.jit(lambda t, n, i: model.stateless_call(t, n, i, training=False)[0])(
+        trainable, non_trainable, x
+    )
+
+
+def _flat(output) -> list[np.ndarray]:
+    if isinstance(output, dict):
+        return [np.asarray(keras.ops.convert_to_numpy(output[k])) for k in sorted(output)]
+    return [np.asarray(keras.ops.convert_to_numpy(output))]
+
+
+@pytest.mark.parametrize("entry", _cases(_heavy))
+def test_builds_and_runs_at_smallest_resolution(entry: ModelEntry) -> None:
+    resolution = entry.rule.smallest()
+    model = build_model(entry, resolution)
+    x = keras.random.uniform((1, resolution, resolution, 3), 0.0, 255.0, seed=1)
+    output = _forward(model, x)
+    if entry.kind == "detector":
+        assert set(output) == {"boxes", "classes"}
+        assert output["classes"].shape[-1] == entry.num_classes
+        assert output["boxes"].shape[:2] == output["classes"].shape[:2]
+    else:
+        assert tuple(output.shape) == (1, entry.num_classes)
+    for array in _flat(output):
+        assert np.isfinite(array).all(), f"{entry.name} produced NaN/inf"
+
+
+@pytest.mark.parametrize("entry", [e for e in REGISTRY if e.source != "keras.applications"],
+                         ids=lambda e: e.name)
+def test_registry_resolution_rule_agrees_with_the_architecture(entry: ModelEntry) -> None:
+    """The registry's declarative rule (checked without Keras) says what the builder says."""
+    module = importlib.import_module(entry.builder.split(":")[0])
+    for resolution in range(16, 700, 8):
+        ours = entry.rule.check(resolution) is None
+        theirs = module.check_resolution(entry.variant, resolution) is None
+        assert ours == theirs, f"{entry.name} at {resolution}: registry {ours}, arch {theirs}"
+
+
+@pytest.mark.parametrize("entry", _cases(_params_marks))
+def test_parameter_count_matches_published(entry: ModelEntry) -> None:
+    """Built at the default resolution (ViT, Mixer and VGG sizes depend on it)."""
+    model = build_model(entry, entry.default_resolution)
+    ours = model.count_params() if entry.params_count == "total" else _trainable_count(model)
+    assert abs(ours - entry.params) / entry.params <= PARAMS_TOLERANCE, (
+        f"{entry.name}: {ours:,} vs published {entry.params:,} ({entry.params_source})"
+    )
