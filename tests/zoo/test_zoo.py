@@ -1,7 +1,7 @@
 """Every registry model, timm-style: it builds, runs, has the right shape and the right size.
 
 Runs on the backend KERAS_BACKEND names (see conftest.py). Heavy models (> 100M parameters or
-slow to build) are marked `heavy`: `make zoo` runs them on JAX only.
+slow to build) are marked `heavy`: `make zoo` runs them on TensorFlow only.
 """
 
 from __future__ import annotations

@@ -1,5 +1,91 @@
-"""Subcommand: sweep (filled in by the sweep issue)."""
+"""Subcommand: sweep."""
 
 from __future__ import annotations
 
-REGISTRARS: list = []
+import argparse
+import sys
+from typing import Any
+
+from xlabench.cli.commands import add_measure_args
+from xlabench.sweep import PRESETS, Sweep, build_config, format_plan, format_summary, load_toml
+from xlabench.sweep.grid import EXECUTORS, SweepConfig
+
+#: Flags whose values override the preset and the TOML file; (flag dest, setting key).
+OVERRIDES = (
+    ("models", "models"), ("families", "families"), ("kinds", "kinds"),
+    ("resolutions", "resolutions"), ("batch_sizes", "batch_sizes"), ("backends", "backends"),
+    ("modes", "modes"), ("precisions", "precisions"), ("repeats", "repeats"), ("db", "db"),
+    ("timeout", "timeout"), ("executor", "executor"), ("workers", "workers"),
+    ("ray_address", "ray_address"), ("log_wandb", "log_wandb"), ("log_mlflow", "log_mlflow"),
+    ("target_ci", "target_ci"), ("budget", "budget"), ("min_sample_time", "min_sample_time"),
+)
+
+
+def add_sweep(sub: Any) -> None:
+    p = sub.add_parser(
+        "sweep", help="run a grid of configurations (resumable; local or on Ray)",
+        description="Run models x resolutions x batch sizes x backends x modes x precisions x "
+        "repeats, one isolated worker per configuration, every result stored. Settings come "
+        "from --preset, then --config, then flags (later wins). Running the same command "
+        "again skips configurations that already succeeded in this environment.",
+    )
+    p.add_argument("--preset", choices=list(PRESETS), default=None,
+                   help="study: the study's grid; demo: a small CPU grid (make demo)")
+    p.add_argument("--config", metavar="SWEEP.toml", default=None,
+                   help="TOML file with the same keys as the flags (e.g. batch_sizes = [1, 4])")
+    grid = p.add_argument_group("grid (comma-separated lists; repeatable)")
+    for flag, what in (
+        ("--models", "model names, aliases or globs (default: all)"),
+        ("--families", "model families (default: all)"),
+        ("--kinds", "cnn, transformer, mlp, hybrid, detector (default: all)"),
+        ("--resolutions", "input sizes, or 'default' for each model's own (default: default)"),
+        ("--batch-sizes", "batch sizes (default: 4)"),
+        ("--backends", "tensorflow, jax, torch (default: all)"),
+        ("--modes", "eager, graph, xla, compiled; each backend runs those it has (default: all)"),
+        ("--precisions", "fp32, bf16, mixed (default: fp32)"),
+    ):
+        grid.add_argument(flag, action="append", default=None, help=what)
+    grid.add_argument("--repeats", type=int, default=None, help="runs of each configuration")
+    run = p.add_argument_group("running")
+    run.add_argument("--db", default=None, help="SQLite results file (default xlabench.db)")
+    run.add_argument("--timeout", type=float, default=None,
+                     help="seconds before a worker is killed (default 1800)")
+    run.add_argument("--executor", choices=EXECUTORS, default=None, help="default local")
+    run.add_argument("--workers", type=int, default=None,
+                     help="configurations at once; local default 1 (clean numbers), each on its "
+                     "own cores or GPU; ray default: the cluster's GPUs (or CPUs)")
+    run.add_argument("--ray-address", default=None,
+                     help="Ray cluster: auto (running cluster), local (start one), ray://host:port")
+    run.add_argument("--log-wandb", action="store_true", default=None,
+                     help="log each result as a W&B run (WANDB_MODE, WANDB_PROJECT honoured)")
+    run.add_argument("--log-mlflow", nargs="?", const="", default=None, metavar="URI",
+                     help="log each result as an MLflow run (default URI: MLflow's own)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print the plan and a time estimate; run nothing")
+    measure = p.add_argument_group("measurement")
+    add_measure_args(measure)
+    # None = not given, so the preset's or the file's measurement settings stay.
+    p.set_defaults(handler=sweep_command, target_ci=None, budget=None, min_sample_time=None)
+
+
+def sweep_config(args: argparse.Namespace) -> SweepConfig:
+    """The sweep's configuration from preset, file and flags (flags win)."""
+    file_values = load_toml(args.config) if args.config else None
+    overrides = {key: getattr(args, dest) for dest, key in OVERRIDES}
+    return build_config(args.preset, file_values, overrides)
+
+
+def sweep_command(args: argparse.Namespace) -> int:
+    config = sweep_config(args)
+    with Sweep(config, dry_run=args.dry_run) as sweep:
+        plan_text = format_plan(sweep.plan, config.db, sweep.env_ids)
+        if args.dry_run:
+            print(plan_text)
+            return 0
+        print(plan_text, file=sys.stderr, flush=True)
+        summary = sweep.run(sys.stderr)
+    print(format_summary(summary))
+    return 0
+
+
+REGISTRARS = [add_sweep]

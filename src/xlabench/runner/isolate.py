@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import signal
@@ -10,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from xlabench.zoo import REGISTRY
 
 DEFAULT_TIMEOUT_S = 1800.0
 LOG_TAIL_CHARS = 4000
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 @dataclass(frozen=True)
@@ -99,11 +101,10 @@ def _wait(
 ) -> tuple[Status | None, str | None]:
     """Run the worker; (None, None) if it exited normally, else a status and reason."""
     env = {**os.environ, **placement.environment()}
-    cpus = placement.cpus
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
+            preexec_fn=_child_setup(placement.cpus),
         )
         try:
             code = proc.wait(timeout=timeout_s)
@@ -117,6 +118,32 @@ def _wait(
     if code == 0:
         return None, None
     return _exit_status(code, _last_line(log_path))
+
+
+def _child_setup(cpus: tuple[int, ...]) -> Callable[[], None]:
+    """Runs in the forked child before exec: pin its cores, and have the kernel kill it when
+    the launching thread dies. The worker runs in its own session, so without this a parent
+    killed with SIGKILL (a killed sweep) would leave it running, holding cores or a GPU and
+    skewing the next run's numbers."""
+    prctl, parent, kill = _prctl(), os.getpid(), int(signal.SIGKILL)
+
+    def setup() -> None:
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, kill)
+            if os.getppid() != parent:  # the parent died before prctl took effect
+                os._exit(1)
+
+    return setup
+
+
+def _prctl() -> Any:
+    """libc's prctl (Linux), looked up in the parent: the child must not load libraries."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
 
 
 def _exit_status(code: int, last_line: str) -> tuple[Status, str]:

@@ -148,7 +148,7 @@ class ResultStore:
     def rows(self, **filters: Any) -> list[dict[str, Any]]:
         """Flat result rows (no record JSON), oldest first."""
         return [
-            {k: r[k] for k in r.keys() if k != "record_json"}  # noqa: SIM118 - sqlite3.Row
+            {k: r[k] for k in r.keys() if k != "record_json"}  # noqa: SIM118 (sqlite3.Row)
             for r in self._select(filters)
         ]
 

@@ -1,0 +1,429 @@
+"""What a sweep runs: its configuration (presets, TOML, flags) and the expansion into Specs.
+
+A configuration is built in three layers, each overriding the one before: a preset, a TOML
+file, command-line flags. A preset may hold several grid *parts* (the study runs classifiers at
+their own resolution and detectors at 320 and 640); every override applies to every part, except
+the model filters (models, families, kinds), which narrow each part instead of replacing it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import tomllib
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xlabench.core import BACKEND_MODES, PRECISIONS, MeasureSettings, Spec, UserError
+from xlabench.store import DEFAULT_DB
+from xlabench.zoo import KINDS, REGISTRY, ModelEntry
+
+DEFAULT_RESOLUTION = "default"
+EXECUTORS = ("local", "ray")
+DEFAULT_TIMEOUT_S = 1800.0
+CLASSIFIER_KINDS = tuple(k for k in KINDS if k != "detector")
+#: Precisions each backend can run. Keras 3 applies dtype policies on every backend, so all
+#: three are allowed everywhere; a combination that fails on some device is stored as a failure.
+BACKEND_PRECISIONS: dict[str, tuple[str, ...]] = {b: PRECISIONS for b in BACKEND_MODES}
+#: Backend order inside each model group: JAX first, because a JAX worker counts the model's
+#: MACs/FLOPs in-process; the other backends then reuse the cached costs instead of paying for
+#: a separate cost-counting worker.
+BACKEND_ORDER = ("jax", "tensorflow", "torch")
+
+#: Short measurement for `--preset demo` (and fine for smoke runs): precision is secondary.
+DEMO_MEASURE = MeasureSettings(
+    target_rel_ci=0.05, min_sample_s=0.05, min_samples=5, max_samples=50, warmup_min_steps=3,
+    warmup_min_s=0.2, warmup_max_s=3.0, budget_s=3.0, latency_steps=10,
+)
+
+
+@dataclass(frozen=True)
+class GridPart:
+    """One rectangular grid: models x resolutions x batch sizes x backends x modes x precisions.
+
+    Empty `models`, `families`, `kinds` or `modes` mean "all". `resolutions` holds integers or
+    "default" (each model's own default resolution).
+    """
+
+    models: tuple[str, ...] = ()
+    families: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    resolutions: tuple[int | str, ...] = (DEFAULT_RESOLUTION,)
+    batch_sizes: tuple[int, ...] = (4,)
+    backends: tuple[str, ...] = tuple(BACKEND_MODES)
+    modes: tuple[str, ...] = ()
+    precisions: tuple[str, ...] = ("fp32",)
+    repeats: int = 1
+    measure: MeasureSettings = field(default_factory=MeasureSettings)
+
+    def __post_init__(self) -> None:
+        _check_choices("backend", self.backends, BACKEND_MODES)
+        all_modes = {m for modes in BACKEND_MODES.values() for m in modes}
+        _check_choices("mode", self.modes, sorted(all_modes))
+        _check_choices("precision", self.precisions, PRECISIONS)
+        _check_choices("kind", self.kinds, KINDS)
+        for resolution in self.resolutions:
+            if resolution != DEFAULT_RESOLUTION and (
+                isinstance(resolution, bool) or not isinstance(resolution, int)
+            ):
+                raise UserError(f"resolution must be an integer or 'default', got {resolution!r}")
+        for name in ("resolutions", "batch_sizes", "backends", "precisions"):
+            if not getattr(self, name):
+                raise UserError(f"the grid is empty: no {name.replace('_', ' ')} given")
+        if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) or self.repeats < 1:
+            raise UserError(f"repeats must be an integer >= 1, got {self.repeats!r}")
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """A whole sweep: its grid parts and how to run them."""
+
+    parts: tuple[GridPart, ...] = field(default_factory=lambda: (GridPart(),))
+    db: str = DEFAULT_DB
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    executor: str = "local"
+    workers: int | None = None  # local: 1; ray: as many as the cluster has GPUs (or CPUs)
+    ray_address: str | None = None
+    log_wandb: bool = False
+    log_mlflow: str | None = None  # "" = MLflow's default tracking URI
+    preset: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.parts:
+            raise UserError("the grid is empty: no models match the filters")
+        if self.executor not in EXECUTORS:
+            raise UserError(f"unknown executor {self.executor!r}; choose from local, ray")
+        if self.workers is not None and (isinstance(self.workers, bool) or self.workers < 1):
+            raise UserError(f"workers must be an integer >= 1, got {self.workers!r}")
+        if not self.timeout_s > 0:
+            raise UserError(f"timeout must be positive, got {self.timeout_s}")
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The expanded grid: specs to run (deduplicated, in run order) and what was left out."""
+
+    specs: tuple[Spec, ...]
+    #: reason -> how many configurations were left out for it (refused resolutions, ...)
+    skipped: Mapping[str, int]
+
+    def sweep_id(self) -> str:
+        """Same grid, same id: a resumed sweep keeps writing under the id it started with."""
+        joined = ",".join(sorted(s.spec_id() for s in self.specs))
+        return hashlib.sha256(joined.encode()).hexdigest()[:12]
+
+
+# ------------------------------------------------------------------------------------ presets
+_STUDY_COMMON: dict[str, Any] = {
+    "batch_sizes": (4,), "precisions": ("fp32",), "repeats": 1,
+    "backends": ("tensorflow", "jax", "torch"), "modes": (),
+}
+PRESETS: dict[str, dict[str, Any]] = {
+    # The study's grid: each classifier at its own input size, detectors at 320 and 640; every
+    # backend/mode pair (TF eager, graph, XLA; JAX eager, XLA; torch eager, compiled).
+    "study": {
+        "parts": (
+            {**_STUDY_COMMON, "kinds": CLASSIFIER_KINDS, "resolutions": (DEFAULT_RESOLUTION,)},
+            {**_STUDY_COMMON, "kinds": ("detector",), "resolutions": (320, 640)},
+        ),
+    },
+    # `make demo`: two models, all seven backend/mode pairs, short measurements, CPU-sized.
+    "demo": {
+        "parts": ({
+            "models": ("mobilenet_v3_small", "resnet50_v1"), "resolutions": (64,),
+            "batch_sizes": (4,), "precisions": ("fp32",), "measure": DEMO_MEASURE,
+        },),
+        "timeout_s": 600.0,
+        "db": "demo.db",
+    },
+}
+
+# ------------------------------------------------------------------------------ building
+#: Keys accepted in a TOML file and as flag overrides, grouped by what they configure.
+PART_KEYS = ("models", "families", "kinds", "resolutions", "batch_sizes", "backends", "modes",
+             "precisions", "repeats")
+RUN_KEYS = ("db", "timeout", "executor", "workers", "ray_address", "log_wandb", "log_mlflow")
+#: Measurement keys: the CLI flag names, plus a [measure] table of MeasureSettings fields.
+MEASURE_FLAG_KEYS = {"target_ci": "target_rel_ci", "budget": "budget_s",
+                     "min_sample_time": "min_sample_s"}
+TOML_KEYS = ("preset", *PART_KEYS, *RUN_KEYS, *MEASURE_FLAG_KEYS, "measure")
+
+
+def build_config(
+    preset: str | None = None,
+    file_values: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> SweepConfig:
+    """Combine a preset, values from a TOML file and flag values (later wins) into a config.
+
+    Args:
+        preset: a name from PRESETS, or None; a `preset` key in `file_values` is used when this
+            is None.
+        file_values: the TOML file's table (see `load_toml`).
+        overrides: flag values with the same keys; None values mean "not given".
+
+    Raises:
+        UserError: unknown preset, key or value.
+    """
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    layers = [dict(file_values or {}), given]
+    named = [layer.pop("preset", None) for layer in layers]
+    preset = preset or named[1] or named[0]
+    base = _preset(preset)
+    parts = [dict(p) for p in base.get("parts", ({},))]
+    run = {k: v for k, v in base.items() if k != "parts"}
+    for layer in layers:
+        unknown = sorted(set(layer) - set(TOML_KEYS))
+        if unknown:
+            raise UserError(f"unknown sweep setting {unknown[0]!r}; known: {', '.join(TOML_KEYS)}")
+        parts = [_override_part(part, layer) for part in parts]
+        run.update(_run_values(layer))
+    kept = tuple(GridPart(**p) for p in parts if p is not None)
+    if not kept:
+        raise UserError("the grid is empty: the model filters exclude every part of the preset")
+    return SweepConfig(parts=kept, preset=preset, **run)
+
+
+def _preset(name: str | None) -> dict[str, Any]:
+    if name is None:
+        return {}
+    if name not in PRESETS:
+        raise UserError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
+    return PRESETS[name]
+
+
+def _override_part(part: dict[str, Any] | None, layer: dict[str, Any]) -> dict[str, Any] | None:
+    """Apply one layer to one part; None if the layer's filters leave the part no models."""
+    if part is None:
+        return None
+    part = dict(part)
+    for key in PART_KEYS:
+        if key not in layer:
+            continue
+        value = _parse(key, layer[key])
+        if key == "kinds" and part.get("kinds") and value:
+            _check_choices("kind", value, KINDS)
+            value = tuple(k for k in part["kinds"] if k in value)  # narrow, never widen
+            if not value:
+                return None
+        part[key] = value
+    measure = _measure_values(layer)
+    if measure:
+        base = part.get("measure", MeasureSettings())
+        part["measure"] = _replace_measure(base, measure)
+    return part
+
+
+def _replace_measure(base: MeasureSettings, changes: dict[str, Any]) -> MeasureSettings:
+    names = {f.name for f in dataclasses.fields(MeasureSettings)}
+    unknown = sorted(set(changes) - names)
+    if unknown:
+        known = ", ".join(sorted(names))
+        raise UserError(f"unknown measure setting {unknown[0]!r}; known: {known}")
+    try:
+        return dataclasses.replace(base, **changes)
+    except TypeError as exc:
+        raise UserError(f"bad measure settings: {exc}") from None
+
+
+def _measure_values(layer: dict[str, Any]) -> dict[str, Any]:
+    values = dict(layer.get("measure") or {})
+    if "measure" in layer and not isinstance(layer["measure"], Mapping):
+        raise UserError("'measure' must be a table of measurement settings")
+    for key, name in MEASURE_FLAG_KEYS.items():
+        if key in layer:
+            values[name] = _number(key, layer[key])
+    return values
+
+
+def _run_values(layer: dict[str, Any]) -> dict[str, Any]:
+    run: dict[str, Any] = {}
+    if "db" in layer:
+        run["db"] = _text("db", layer["db"])
+    if "timeout" in layer:
+        run["timeout_s"] = _number("timeout", layer["timeout"])
+    if "executor" in layer:
+        run["executor"] = _text("executor", layer["executor"])
+    if "workers" in layer:
+        run["workers"] = _integer("workers", layer["workers"])
+    if "ray_address" in layer:
+        run["ray_address"] = _text("ray_address", layer["ray_address"])
+    if "log_wandb" in layer:
+        run["log_wandb"] = bool(layer["log_wandb"])
+    if "log_mlflow" in layer:
+        value = layer["log_mlflow"]  # true: MLflow's default URI; a string: that URI
+        if isinstance(value, bool):
+            run["log_mlflow"] = "" if value else None
+        else:
+            run["log_mlflow"] = str(value)
+    return run
+
+
+# ------------------------------------------------------------------------------ parsing
+def _parse(key: str, value: Any) -> Any:
+    """A TOML or flag value as the GridPart field wants it (tuples, ints)."""
+    if key == "repeats":
+        return _integer("repeats", value)
+    items = _items(key, value)
+    if key == "batch_sizes":
+        return tuple(_integer("batch size", v) for v in items)
+    if key == "resolutions":
+        return tuple(_resolution(v) for v in items)
+    return tuple(str(v).strip() for v in items)
+
+
+def _items(key: str, value: Any) -> list[Any]:
+    """Lists stay lists; strings split on commas (flags and TOML may say "a,b")."""
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, list | tuple):
+        out: list[Any] = []
+        for item in value:
+            out.extend(_items(key, item) if isinstance(item, str) else [item])
+        return out
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    raise UserError(f"{key.replace('_', ' ')} must be a list, got {value!r}")
+
+
+def _resolution(value: Any) -> int | str:
+    if isinstance(value, str) and value.strip().lower() == DEFAULT_RESOLUTION:
+        return DEFAULT_RESOLUTION
+    return _integer("resolution", value, hint=" or 'default'")
+
+
+def _integer(what: str, value: Any, hint: str = "") -> int:
+    if isinstance(value, bool):
+        raise UserError(f"{what} must be an integer{hint}, got {value!r}")
+    try:
+        return int(value) if isinstance(value, int) else int(str(value).strip())
+    except ValueError:
+        raise UserError(f"{what} must be an integer{hint}, got {value!r}") from None
+
+
+def _number(what: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{what} must be a number, got {value!r}") from None
+    if isinstance(value, bool) or number <= 0:
+        raise UserError(f"{what} must be a positive number, got {value!r}")
+    return number
+
+
+def _text(what: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise UserError(f"{what} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _check_choices(what: str, values: Iterable[str], choices: Iterable[str]) -> None:
+    allowed = list(choices)
+    for value in values:
+        if value not in allowed:
+            raise UserError(f"unknown {what} {value!r}; choose from {', '.join(allowed)}")
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """The settings table of a sweep file; keys may use '-' or '_' (batch-sizes = batch_sizes).
+
+    Raises:
+        UserError: the file is missing, unreadable or not valid TOML.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"no sweep file at {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read sweep file {path}: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path} is not valid TOML: {exc}") from None
+    return {key.replace("-", "_"): value for key, value in data.items()}
+
+
+# ------------------------------------------------------------------------------ expansion
+def expand(config: SweepConfig) -> Grid:
+    """Every Spec of the configuration, deduplicated, in run order.
+
+    Order: repeat, then model, resolution, batch size, precision, backend (JAX first), mode.
+    Repeats are outermost so the runs of one configuration are spread over the sweep instead of
+    back to back (slow drifts of the machine then show up as noise, not as a bias).
+
+    Resolutions a model refuses are left out and counted in `Grid.skipped` (not stored): they
+    are known before anything runs, and rows for them would be re-added on every resume.
+
+    Raises:
+        UserError: an unknown model or family, or an empty grid.
+    """
+    specs: dict[str, Spec] = {}
+    skipped: Counter[str] = Counter()
+    for part in config.parts:
+        entries = REGISTRY.select(part.models, part.families, part.kinds)
+        for repeat in range(part.repeats):
+            for entry in entries:
+                for spec in _entry_specs(entry, part, repeat, skipped):
+                    specs.setdefault(spec.spec_id(), spec)
+    if not specs:
+        raise UserError(f"the grid is empty: {_why_empty(skipped)}")
+    return Grid(specs=tuple(specs.values()), skipped=dict(skipped))
+
+
+def _entry_specs(
+    entry: ModelEntry, part: GridPart, repeat: int, skipped: Counter[str]
+) -> list[Spec]:
+    specs = []
+    pairs, missing = backend_modes(part.backends, part.modes)
+    for resolution in _resolutions(entry, part.resolutions):
+        per_pair = len(part.batch_sizes) * len(part.precisions)
+        for backend, mode in missing:
+            skipped[f"mode {mode} not available on {backend}"] += per_pair
+        problem = entry.check_resolution(resolution)
+        if problem:
+            skipped[f"resolution refused: {problem}"] += per_pair * len(pairs)
+            continue
+        for batch in part.batch_sizes:
+            for precision in part.precisions:
+                for backend, mode in pairs:
+                    if precision not in BACKEND_PRECISIONS[backend]:
+                        skipped[f"{backend} has no {precision} precision"] += 1
+                        continue
+                    specs.append(Spec(entry.name, backend, mode, resolution, batch_size=batch,
+                                      precision=precision, repeat=repeat, measure=part.measure))
+    return specs
+
+
+def backend_modes(
+    backends: Iterable[str], modes: Iterable[str]
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(backend, mode) pairs to run, and requested pairs that do not exist.
+
+    A mode list applies per backend: `eager,xla,compiled` gives TF eager/xla, JAX eager/xla and
+    torch eager/compiled (and notes tensorflow/compiled, jax/compiled, torch/xla as missing).
+    No modes means every mode of each backend. Backends come JAX first (see BACKEND_ORDER).
+    """
+    wanted = list(dict.fromkeys(modes))
+    ordered = sorted(dict.fromkeys(backends), key=BACKEND_ORDER.index)
+    pairs, missing = [], []
+    for backend in ordered:
+        available = BACKEND_MODES[backend]
+        for mode in wanted or available:
+            (pairs if mode in available else missing).append((backend, mode))
+    return pairs, missing
+
+
+def _resolutions(entry: ModelEntry, resolutions: Iterable[int | str]) -> list[int]:
+    values = [entry.default_resolution if r == DEFAULT_RESOLUTION else int(r) for r in resolutions]
+    return list(dict.fromkeys(values))
+
+
+def _why_empty(skipped: Counter[str]) -> str:
+    if not skipped:
+        return "no model matches the filters, or no backend has the requested modes"
+    reasons = [r for r, _ in skipped.most_common(3)]
+    return "every configuration was left out (" + "; ".join(reasons) + ")"

@@ -1,0 +1,152 @@
+"""Progress on stderr: a redrawn bar on a terminal, one line per configuration otherwise."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from xlabench.core import Record, Spec
+from xlabench.sweep.plan import format_duration
+
+BAR_WIDTH = 24
+
+
+@dataclass
+class SweepSummary:
+    """What a sweep did; `failed` counts (status, reason) pairs."""
+
+    sweep_id: str
+    grid: int
+    done_before: int
+    ran: int = 0
+    ok: int = 0
+    failed: Counter[tuple[str, str]] = field(default_factory=Counter)
+    wall_s: float = 0.0
+    worker_s: float = 0.0  # sum of Record.duration_s: time spent inside workers
+    tracker_failures: dict[str, int] = field(default_factory=dict)
+
+    def add(self, record: Record) -> None:
+        self.ran += 1
+        self.worker_s += record.duration_s or 0.0
+        if record.ok:
+            self.ok += 1
+        else:
+            self.failed[(record.status.value, record.error or "")] += 1
+
+
+class Progress:
+    """Tracks the running configurations and shows how far the sweep is.
+
+    Args:
+        stream: where to write (stderr).
+        total: configurations to run.
+        workers: how many run at once (for the ETA).
+        estimate_s: a first ETA from past results, used until something finishes.
+        tty: redraw one bar in place; None asks the stream.
+        columns: width of the bar line; None asks the terminal.
+    """
+
+    def __init__(
+        self, stream: TextIO, total: int, workers: int = 1, estimate_s: float | None = None,
+        tty: bool | None = None, columns: int | None = None,
+    ) -> None:
+        self.stream = stream
+        self.total = total
+        self.workers = max(1, workers)
+        self.estimate_s = estimate_s
+        self.tty = stream.isatty() if tty is None else tty
+        self.columns = columns
+        self.finished = 0
+        self.running: list[str] = []
+        self._durations: list[float] = []
+
+    def started(self, spec: Spec) -> None:
+        self.running.append(spec.label())
+        self._draw()
+
+    def record(self, record: Record) -> None:
+        """A configuration finished (whatever its status)."""
+        label = record.spec.label()
+        if label in self.running:
+            self.running.remove(label)
+        self.finished += 1
+        if record.duration_s:
+            self._durations.append(record.duration_s)
+        if self.tty:
+            if not record.ok:
+                self.note(self._result_line(record))
+            self._draw()
+        else:
+            self._write(self._result_line(record) + "\n")
+
+    def note(self, line: str) -> None:
+        """A message (a warning) that must not be overwritten by the bar."""
+        if self.tty:
+            self._write("\r\x1b[K" + line + "\n")
+            self._draw()
+        else:
+            self._write(line + "\n")
+
+    def close(self) -> None:
+        if self.tty:
+            self._write("\r\x1b[K")
+
+    def eta_s(self) -> float | None:
+        """Remaining time: mean worker time so far x configurations left / workers."""
+        left = self.total - self.finished
+        if self._durations:
+            mean = sum(self._durations) / len(self._durations)
+            return mean * left / self.workers
+        return self.estimate_s
+
+    def _result_line(self, record: Record) -> str:
+        spec, where = record.spec, f"[{self.finished}/{self.total}]"
+        took = f"{record.duration_s:.0f} s" if record.duration_s else "-"
+        if record.ok and record.throughput is not None:
+            outcome = f"ok  {record.throughput.median_sps:.4g} samples/s"
+        else:
+            outcome = f"{record.status.value.upper()}  {record.error or ''}"
+        return f"{where} {spec.label()}: {outcome} ({took}; ETA {format_duration(self.eta_s())})"
+
+    def _draw(self) -> None:
+        if not self.tty:
+            return
+        done = self.finished / self.total if self.total else 1.0
+        filled = int(BAR_WIDTH * done)
+        bar = "#" * filled + "." * (BAR_WIDTH - filled)
+        now = self.running[0] if self.running else "-"
+        more = f" (+{len(self.running) - 1})" if len(self.running) > 1 else ""
+        line = (f"[{bar}] {self.finished}/{self.total} {100 * done:3.0f}%  "
+                f"ETA {format_duration(self.eta_s())}  running: {now}{more}")
+        width = (self.columns or shutil.get_terminal_size((100, 20)).columns) - 1
+        self._write("\r\x1b[K" + line[:width])
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+
+def format_summary(summary: SweepSummary) -> str:
+    """The end-of-sweep summary: done, skipped, failed by status and reason."""
+    failed = sum(summary.failed.values())
+    lines = [
+        f"sweep {summary.sweep_id}: {summary.grid} configurations: {summary.ok} done now, "
+        f"{summary.done_before} skipped (already done), {failed} failed "
+        f"[{format_duration(summary.wall_s)} wall, {format_duration(summary.worker_s)} in workers]"
+    ]
+    by_status: Counter[str] = Counter()
+    for (status, _), n in summary.failed.items():
+        by_status[status] += n
+    for status, n in by_status.most_common():
+        lines.append(f"  {status}: {n}")
+        reasons = [(r, k) for (s, r), k in summary.failed.items() if s == status]
+        for reason, k in sorted(reasons, key=lambda item: -item[1])[:5]:
+            lines.append(f"    {k} x {reason[:160] or '(no reason)'}")
+    for name, n in sorted(summary.tracker_failures.items()):
+        lines.append(f"  {name}: {n} results could not be logged")
+    if failed:
+        lines.append("  failed configurations are retried when the same sweep runs again")
+    return "\n".join(lines)
+

@@ -1,0 +1,173 @@
+"""The sweep: expand the grid, skip what is done, dispatch, store each record as it finishes.
+
+Resumability comes from three rules: a record is written (one transaction) only once its
+worker has finished; a spec counts as done only when it has an `ok` record for the same
+environment; this process is the only writer. Killed at any moment, a sweep has lost at most
+the configurations that were running, and the same command runs exactly those (and the
+failed ones) again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TextIO
+
+from xlabench.core import Record, Spec
+from xlabench.runner import with_costs
+from xlabench.runner.execute import remember_costs
+from xlabench.store import ResultStore
+from xlabench.sweep.executors import (
+    Executor,
+    Finished,
+    LocalExecutor,
+    RayExecutor,
+    local_slots,
+)
+from xlabench.sweep.grid import Grid, SweepConfig, expand
+from xlabench.sweep.plan import Plan, make_plan
+from xlabench.sweep.progress import Progress, SweepSummary
+from xlabench.sweep.trackers import Trackers
+
+CostKey = tuple[str, int]
+
+
+class CostPlanner:
+    """Decides, when a spec is dispatched, whether its worker should count the model's costs.
+
+    Costs (params, MACs, FLOPs) depend on model and resolution only, so each is counted once:
+    not when the store already has them, not twice in one sweep, and preferably by a JAX spec
+    (which counts them in its own worker; any other backend needs an extra JAX process).
+    """
+
+    def __init__(self, store: ResultStore, specs: Iterable[Spec]) -> None:
+        self._store = store
+        self._requested: set[CostKey] = set()
+        self._jax_left: Counter[CostKey] = Counter(
+            (s.model, s.resolution) for s in specs if s.backend == "jax"
+        )
+
+    def want_costs(self, spec: Spec) -> bool:
+        key = (spec.model, spec.resolution)
+        if spec.backend == "jax":
+            self._jax_left[key] -= 1
+        elif self._jax_left[key] > 0:
+            return False  # a JAX spec of this model will count them for free
+        if key in self._requested or self._store.get_costs(*key) is not None:
+            return False
+        self._requested.add(key)
+        return True
+
+    def finished(self, done: Finished) -> None:
+        """A spec that was asked for costs came back without them: let the next one try."""
+        if done.wanted_costs and done.record.costs.macs_per_image is None:
+            self._requested.discard((done.spec.model, done.spec.resolution))
+
+
+class _Hooks:
+    def __init__(self, costs: CostPlanner, progress: Progress) -> None:
+        self.costs = costs
+        self.progress = progress
+
+    def want_costs(self, spec: Spec) -> bool:
+        return self.costs.want_costs(spec)
+
+    def started(self, spec: Spec) -> None:
+        self.progress.started(spec)
+
+
+def make_executor(config: SweepConfig) -> Executor:
+    """The executor the configuration asks for (connects to Ray for `ray`)."""
+    if config.executor == "ray":
+        return RayExecutor(config.timeout_s, config.ray_address, config.workers)
+    return LocalExecutor(config.timeout_s, local_slots(config.workers or 1))
+
+
+class Sweep:
+    """One sweep invocation: validated and planned on creation, run with `run()`.
+
+    Everything that can be wrong with the input (models, families, presets, an empty grid,
+    too many workers, a foreign db) raises UserError here, before any worker starts.
+
+    Args:
+        config: what to run.
+        executor: where to run it (default: from `config`); tests pass their own.
+        dry_run: plan only: an absent db is not created.
+    """
+
+    def __init__(
+        self, config: SweepConfig, executor: Executor | None = None, dry_run: bool = False
+    ) -> None:
+        self.config = config
+        self.grid: Grid = expand(config)
+        self.sweep_id = self.grid.sweep_id()
+        self.executor = executor or make_executor(config)
+        exists = Path(config.db).exists()
+        self.store: ResultStore | None = None
+        try:
+            if exists or not dry_run:
+                self.store = ResultStore(config.db)
+            self.env_ids = self.executor.env_ids()
+            done = self.store.completed_spec_ids(self.env_ids) if self.store else set()
+            self.plan: Plan = make_plan(self.grid, done, self.executor.workers, self.store)
+        except BaseException:
+            self.close()
+            raise
+
+    def run(self, stream: TextIO, tty: bool | None = None) -> SweepSummary:
+        """Run the plan, writing each record as it finishes; progress goes to `stream`."""
+        if self.store is None:
+            raise RuntimeError("a dry-run sweep cannot run")
+        plan, store = self.plan, self.store
+        progress = Progress(stream, len(plan.todo), self.executor.workers,
+                            plan.estimated_total_s, tty)
+        summary = SweepSummary(self.sweep_id, len(self.grid.specs), plan.done)
+        trackers = Trackers.open(self.sweep_id, self.config.log_wandb, self.config.log_mlflow,
+                                 progress.note)
+        costs = CostPlanner(store, plan.todo)
+        start_s = time.perf_counter()
+        try:
+            for done in self.executor.run(plan.todo, _Hooks(costs, progress)):
+                record = save_record(store, done.record, self.sweep_id)
+                costs.finished(done)
+                summary.add(record)
+                progress.record(record)
+                trackers.log(record)
+        finally:
+            summary.wall_s = time.perf_counter() - start_s
+            summary.tracker_failures = dict(trackers.failures)
+            trackers.close()
+            progress.close()
+        return summary
+
+    def close(self) -> None:
+        self.executor.close()
+        if self.store is not None:
+            self.store.close()
+
+    def __enter__(self) -> Sweep:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def save_record(store: ResultStore, record: Record, sweep_id: str) -> Record:
+    """Attach the model's costs (cached, or counted by this worker), then store the record."""
+    spec = record.spec
+    cached = store.get_costs(spec.model, spec.resolution)
+    record = with_costs(record, cached)
+    remember_costs(store, record, cached)
+    store.save(record, sweep_id)
+    return record
+
+
+def run_sweep(
+    config: SweepConfig, stream: TextIO, executor: Executor | None = None,
+    tty: bool | None = None,
+) -> SweepSummary:
+    """Plan and run `config` (the API behind `xlabench sweep`); progress goes to `stream`."""
+    with Sweep(config, executor) as sweep:
+        return sweep.run(stream, tty)

@@ -1,0 +1,184 @@
+"""Experiment trackers: each stored record also becomes a W&B run and/or an MLflow run.
+
+Trackers are a copy for convenience; the SQLite db is the record of truth. So a tracker that
+fails (not installed, no network, bad URI) costs one warning line and never the sweep.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from xlabench.core import Record
+
+Warn = Callable[[str], None]
+WANDB_PROJECT = "xlabench"
+MLFLOW_EXPERIMENT = "xlabench"
+
+
+class Tracker(Protocol):
+    name: str
+
+    def log(self, record: Record) -> None:
+        """Log one record as one run; may raise (the caller counts and warns)."""
+
+    def close(self) -> None: ...
+
+
+def run_name(record: Record) -> str:
+    """The study's run name: ``{variant}@xla-{True|False}@res-{resolution}@device-{device}``."""
+    spec = record.spec
+    device = record.env.get("accelerator", "unknown")
+    return f"{spec.model}@xla-{spec.compiled}@res-{spec.resolution}@device-{device}"
+
+
+def run_config(record: Record, sweep_id: str) -> dict[str, Any]:
+    """What identifies the run: the spec (backend and mode included) and its outcome."""
+    spec = record.spec
+    return {
+        "variant": spec.model, "family": record.family, "kind": record.kind,
+        "backend": spec.backend, "mode": spec.mode, "xla": spec.compiled,
+        "resolution": spec.resolution, "batch_size": spec.batch_size,
+        "precision": spec.precision, "weights": spec.weights, "tf32": spec.tf32,
+        "seed": spec.seed, "repeat": spec.repeat,
+        "device": record.env.get("accelerator", "unknown"), "status": record.status.value,
+        "error": record.error or "", "spec_id": record.spec_id, "env_id": record.env_id,
+        "sweep_id": sweep_id,
+    }
+
+
+def run_metrics(record: Record) -> dict[str, float]:
+    """The numbers: throughput with its CI, latency, compile time, params, GMACs per image."""
+    tp, lat, warm, costs = record.throughput, record.latency, record.warmup, record.costs
+    metrics: dict[str, float | None] = {"duration_s": record.duration_s}
+    if tp is not None:
+        metrics.update(throughput_sps=tp.median_sps, throughput_ci_low_sps=tp.ci_low_sps,
+                       throughput_ci_high_sps=tp.ci_high_sps, rel_ci_halfwidth=tp.rel_ci_halfwidth,
+                       batch_time_ms=tp.batch_time_ms_median)
+    if lat is not None:
+        metrics.update(latency_ms_p50=lat.p50_ms, latency_ms_p90=lat.p90_ms,
+                       latency_ms_p99=lat.p99_ms)
+    if warm is not None:
+        metrics.update(compile_s=warm.compile_s, first_call_s=warm.first_call_s)
+    metrics["params"] = costs.params
+    macs = costs.macs_per_image
+    metrics["gmacs_per_image"] = None if macs is None else macs / 1e9
+    return {k: float(v) for k, v in metrics.items() if v is not None}
+
+
+class WandbTracker:
+    """One offline-or-online W&B run per record (WANDB_MODE, WANDB_DIR are honoured)."""
+
+    name = "wandb"
+
+    def __init__(self, sweep_id: str, project: str | None = None) -> None:
+        import wandb
+
+        self._wandb = wandb
+        self.sweep_id = sweep_id
+        self.project = project or os.environ.get("WANDB_PROJECT") or WANDB_PROJECT
+
+    def log(self, record: Record) -> None:
+        wandb = self._wandb
+        run = wandb.init(
+            project=self.project, name=run_name(record), group=f"sweep-{self.sweep_id}",
+            config=run_config(record, self.sweep_id), reinit="create_new",
+            settings=wandb.Settings(console="off", silent=True, x_disable_stats=True),
+        )
+        try:
+            run.log(run_metrics(record))
+        finally:
+            run.finish(exit_code=0 if record.ok else 1)
+
+    def close(self) -> None:
+        pass
+
+
+class MlflowTracker:
+    """One MLflow run per record, through MlflowClient (no global active run)."""
+
+    name = "mlflow"
+
+    def __init__(self, sweep_id: str, uri: str | None = None) -> None:
+        # MLflow and alembic log INFO lines (database migrations) on stderr, which would tear
+        # the progress bar; this process only needs their warnings.
+        for logger in ("mlflow", "alembic"):
+            logging.getLogger(logger).setLevel(logging.WARNING)
+        from mlflow import MlflowClient
+
+        self.sweep_id = sweep_id
+        self.client = MlflowClient(tracking_uri=uri or None)
+        found = self.client.get_experiment_by_name(MLFLOW_EXPERIMENT)
+        self.experiment_id = (found.experiment_id if found
+                              else self.client.create_experiment(MLFLOW_EXPERIMENT))
+
+    def log(self, record: Record) -> None:
+        import time
+
+        from mlflow.entities import Metric, Param
+
+        config = run_config(record, self.sweep_id)
+        tags = {k: str(config[k]) for k in ("status", "spec_id", "env_id", "sweep_id", "backend",
+                                           "mode")}
+        run = self.client.create_run(self.experiment_id, run_name=run_name(record), tags=tags)
+        now_ms = int(time.time() * 1000)
+        params = [Param(k, str(v)[:500]) for k, v in config.items()]
+        metrics = [Metric(k, v, now_ms, 0) for k, v in run_metrics(record).items()]
+        try:
+            self.client.log_batch(run.info.run_id, metrics=metrics, params=params)
+        finally:
+            self.client.set_terminated(run.info.run_id, "FINISHED" if record.ok else "FAILED")
+
+    def close(self) -> None:
+        pass
+
+
+class Trackers:
+    """The enabled trackers; failures are counted and warned about once per tracker."""
+
+    def __init__(self, trackers: list[Tracker], warn: Warn) -> None:
+        self._trackers = trackers
+        self._warn = warn
+        self.failures: dict[str, int] = {}
+
+    @classmethod
+    def open(cls, sweep_id: str, wandb: bool, mlflow_uri: str | None, warn: Warn) -> Trackers:
+        """Start the trackers asked for; one that cannot start is a warning, not an error."""
+        makers: list[tuple[str, Callable[[], Tracker]]] = []
+        if wandb:
+            makers.append(("wandb", lambda: WandbTracker(sweep_id)))
+        if mlflow_uri is not None:
+            makers.append(("mlflow", lambda: MlflowTracker(sweep_id, mlflow_uri)))
+        started: list[Tracker] = []
+        for name, make in makers:
+            try:
+                started.append(make())
+            except Exception as exc:  # noqa: BLE001 (a tracker never stops the sweep)
+                warn(f"{name} logging is off: {_one_line(exc)}")
+        return cls(started, warn)
+
+    def log(self, record: Record) -> None:
+        for tracker in self._trackers:
+            try:
+                tracker.log(record)
+            except Exception as exc:  # noqa: BLE001 (a tracker never stops the sweep)
+                count = self.failures.get(tracker.name, 0)
+                self.failures[tracker.name] = count + 1
+                if count == 0:
+                    self._warn(f"{tracker.name} could not log {record.spec.label()}: "
+                               f"{_one_line(exc)} (the sweep goes on; failures are counted)")
+
+    def close(self) -> None:
+        for tracker in self._trackers:
+            try:
+                tracker.close()
+            except Exception as exc:  # noqa: BLE001 (a tracker never stops the sweep)
+                self._warn(f"{tracker.name} did not close cleanly: {_one_line(exc)}")
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = lines[0] if lines else ""
+    return f"{type(exc).__name__}: {text}"[:300]

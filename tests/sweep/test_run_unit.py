@@ -1,0 +1,218 @@
+"""Orchestration without real workers: resume rules, costs, plan, progress, summary, pinning.
+
+The executor here is a stand-in that returns synthetic records (no framework is faked: the
+real-worker paths are covered by the slow tests beside this file).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.sweep.conftest import ScriptedExecutor
+from xlabench.core import Record, Spec, Status
+from xlabench.runner import Placement
+from xlabench.store import ResultStore
+from xlabench.sweep import Sweep, build_config, format_plan, format_summary, run_sweep
+from xlabench.sweep.executors import (
+    LocalExecutor,
+    _overlapping,
+    _parse_cpu_list,
+    local_slots,
+    split_cpus,
+)
+from xlabench.sweep.progress import Progress
+from xlabench.sweep.trackers import Trackers, run_metrics, run_name
+
+
+def _config(tmp_path: Path, **overrides):
+    values = {"models": "mobilenet_v3_small,resnet50", "resolutions": "32",
+              "backends": "jax,torch", "modes": "eager", "db": str(tmp_path / "r.db")}
+    return build_config(overrides={**values, **overrides})
+
+
+def test_resume_skips_ok_and_retries_failures(tmp_path: Path, record_factory) -> None:
+    config = _config(tmp_path)
+    failing = ScriptedExecutor(record_factory, fail={"resnet50_v1": Status.TIMEOUT})
+    summary = run_sweep(config, io.StringIO(), executor=failing)
+    assert (summary.ok, sum(summary.failed.values()), summary.done_before) == (2, 2, 0)
+    assert summary.failed[("timeout", "timeout on purpose")] == 2
+
+    again = ScriptedExecutor(record_factory)
+    summary = run_sweep(config, io.StringIO(), executor=again)
+    assert [label.split("@")[0] for label, _ in again.asked] == ["resnet50_v1"] * 2
+    assert (summary.ok, summary.done_before) == (2, 2)
+
+    with ResultStore(config.db) as store:
+        rows = store.rows()
+    ok = [r["spec_id"] for r in rows if r["status"] == "ok"]
+    assert len(ok) == len(set(ok)) == 4
+    assert len({r["sweep_id"] for r in rows}) == 1  # the same grid keeps its sweep id
+
+
+def test_costs_counted_once_per_model_by_jax(tmp_path: Path, record_factory) -> None:
+    config = _config(tmp_path, backends="torch,jax", modes="eager,compiled,xla")
+    executor = ScriptedExecutor(record_factory)
+    run_sweep(config, io.StringIO(), executor=executor)
+    asked = [label for label, wanted in executor.asked if wanted]
+    assert sorted(asked) == sorted(
+        ["mobilenet_v3_small@32 b4 jax/eager fp32", "resnet50_v1@32 b4 jax/eager fp32"]
+    )
+    with ResultStore(config.db) as store:
+        assert store.get_costs("resnet50_v1", 32)["macs_per_image"] == 4.1e9
+        rows = store.rows()
+    assert all(r["macs_per_image"] == 4.1e9 for r in rows)  # later records reuse the cache
+
+
+def test_costs_asked_again_when_the_first_try_failed(tmp_path: Path, record_factory) -> None:
+    config = _config(tmp_path, models="mobilenet_v3_small", modes="eager,xla")
+    executor = ScriptedExecutor(record_factory, costs=False)
+    run_sweep(config, io.StringIO(), executor=executor)
+    assert [wanted for _, wanted in executor.asked] == [True, True, True]
+
+
+def test_dry_run_plan_estimates_from_history(tmp_path: Path, record_factory) -> None:
+    db = tmp_path / "r.db"
+    config = _config(tmp_path)
+    with Sweep(config, ScriptedExecutor(record_factory), dry_run=True) as sweep:
+        assert sweep.store is None and not db.exists()
+        assert sweep.plan.estimated_total_s is None
+    with ResultStore(db) as store:
+        for seconds in (10.0, 30.0, 20.0):
+            old = record_factory(model="resnet50_v1", backend="torch", mode="eager",
+                                 resolution=224, status=Status.FAILED)
+            store.save(old.replace(duration_s=seconds))
+    with Sweep(config, ScriptedExecutor(record_factory), dry_run=True) as sweep:
+        text = format_plan(sweep.plan, config.db, sweep.env_ids)
+    assert sweep.plan.estimate_s == {
+        s.spec_id(): 20.0 for s in sweep.plan.todo if (s.model, s.backend) == ("resnet50_v1",
+                                                                              "torch")
+    }
+    assert "estimate: 20 s for 1 configurations" in text
+    assert "3 configurations have no history" in text
+    assert "  jax/eager    2" in text and "  torch/eager  2" in text
+
+
+def test_progress_lines_when_not_a_tty(record_factory) -> None:
+    out = io.StringIO()
+    progress = Progress(out, total=2, tty=False)
+    ok = record_factory(mode="eager").replace(duration_s=4.0)
+    bad = record_factory(status=Status.OOM).replace(duration_s=2.0)
+    for record in (ok, bad):
+        progress.started(record.spec)
+        progress.record(record)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("[1/2] resnet50_v1@224 b4 tensorflow/eager fp32: ok  100 samples/s")
+    assert "ETA 4 s" in lines[0]
+    assert lines[1].startswith("[2/2] resnet50_v1@224 b4 tensorflow/xla fp32: OOM  oom on purpose")
+
+
+def test_progress_bar_on_a_tty(record_factory) -> None:
+    out = io.StringIO()
+    progress = Progress(out, total=4, workers=2, tty=True, columns=200)
+    record = record_factory().replace(duration_s=10.0)
+    progress.started(record.spec)
+    progress.note("a warning")
+    progress.record(record)
+    text = out.getvalue()
+    assert "running: resnet50_v1@224 b4 tensorflow/xla fp32" in text
+    assert "\r\x1b[Ka warning\n" in text
+    assert "1/4  25%  ETA 15 s" in text  # 3 left x 10 s / 2 workers
+
+
+def test_summary_groups_failures(tmp_path: Path, record_factory) -> None:
+    config = _config(tmp_path)
+    executor = ScriptedExecutor(record_factory, fail={"resnet50_v1": Status.CRASHED})
+    text = format_summary(run_sweep(config, io.StringIO(), executor=executor))
+    assert "4 configurations: 2 done now, 0 skipped (already done), 2 failed" in text
+    assert "  crashed: 2\n    2 x crashed on purpose" in text
+
+
+def test_tracker_failure_is_one_warning(tmp_path: Path, record_factory) -> None:
+    class Broken:
+        name = "broken"
+
+        def log(self, record: Record) -> None:
+            raise ConnectionError("server said no\nmore detail")
+
+        def close(self) -> None:
+            pass
+
+    warnings: list[str] = []
+    trackers = Trackers([Broken()], warnings.append)
+    for _ in range(3):
+        trackers.log(record_factory())
+    assert trackers.failures == {"broken": 3}
+    assert warnings == ["broken could not log resnet50_v1@224 b4 tensorflow/xla fp32: "
+                        "ConnectionError: server said no (the sweep goes on; failures are "
+                        "counted)"]
+
+
+def test_tracker_that_cannot_start_is_a_warning(tmp_path: Path, record_factory) -> None:
+    config = _config(tmp_path, log_mlflow=f"notascheme://{tmp_path}/nowhere")
+    out = io.StringIO()
+    summary = run_sweep(config, out, executor=ScriptedExecutor(record_factory), tty=False)
+    assert summary.ok == 4
+    warnings = [line for line in out.getvalue().splitlines() if "mlflow" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("mlflow logging is off:")
+
+
+def test_run_name_and_metrics(record_factory) -> None:
+    record = record_factory(model="resnet50_v1", mode="xla", accelerator="a100")
+    assert run_name(record) == "resnet50_v1@xla-True@res-224@device-a100"
+    eager = record_factory(mode="eager", accelerator="cpu", resolution=64)
+    assert run_name(eager) == "resnet50_v1@xla-False@res-64@device-cpu"
+    metrics = run_metrics(record)
+    assert metrics["throughput_sps"] == 100.0 and metrics["gmacs_per_image"] == 4.1
+    assert {"throughput_ci_low_sps", "latency_ms_p50", "compile_s", "params"} <= set(metrics)
+
+
+def test_split_cpus() -> None:
+    assert split_cpus([0, 1, 2, 3], 2) == [(0, 1), (2, 3)]
+    assert split_cpus([0, 1, 2, 3, 4], 2) == [(0, 1), (2, 3)]  # the odd core stays free
+    # hyper-thread siblings stay together: cores (0, 4) (1, 5) (2, 6) (3, 7)
+    cores = [(0, 4), (1, 5), (2, 6), (3, 7)]
+    assert split_cpus(list(range(8)), 2, cores) == [(0, 1, 4, 5), (2, 3, 6, 7)]
+    # more workers than cores: split the hyper-threads instead
+    assert split_cpus([0, 1, 2, 3], 4, [(0, 2), (1, 3)]) == [(0,), (1,), (2,), (3,)]
+    assert _parse_cpu_list("0-2,8\n") == {0, 1, 2, 8}
+
+
+def test_local_slots_are_disjoint() -> None:
+    assert local_slots(1) == [Placement()]
+    slots = local_slots(2)
+    assert len(slots) == 2 and slots[0].cpus and slots[1].cpus
+    assert not set(slots[0].cpus) & set(slots[1].cpus)
+    with pytest.raises(Exception, match="needs at least 1000 CPU cores"):
+        local_slots(1000)
+
+
+def test_overlap_includes_jobs_started_later() -> None:
+    from xlabench.sweep.executors import _Job
+
+    spec = Spec("resnet50_v1", "jax", "eager", 32)
+    a = _Job(spec, False, 0.0, 10.0)
+    b = _Job(Spec("resnet50_v1", "jax", "xla", 32), False, 5.0, 20.0)  # started after a
+    c = _Job(Spec("resnet50_v1", "torch", "eager", 32), False, 11.0, 12.0)  # after a ended
+    assert _overlapping(a, [a, b, c]) == (b.label,)
+    assert set(_overlapping(b, [a, b, c])) == {a.label, c.label}
+    assert isinstance(LocalExecutor(1.0, [Placement()]).env_ids()[0], str)
+
+
+def test_ray_gpu_becomes_the_workers_placement(monkeypatch: pytest.MonkeyPatch) -> None:
+    from xlabench.runner import current_env_id
+    from xlabench.sweep.executors import _ray_gpu_as_placement
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    plain_id = current_env_id()
+    for visible, expected in (("3", Placement(gpu=3)),
+                              ("", Placement(env={"CUDA_VISIBLE_DEVICES": ""}))):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        assert current_env_id() != plain_id  # what resume would compare without the fix
+        with _ray_gpu_as_placement() as placement:
+            assert placement == expected
+            assert current_env_id() == plain_id  # the same id whichever GPU Ray picked
+        assert os.environ["CUDA_VISIBLE_DEVICES"] == visible
