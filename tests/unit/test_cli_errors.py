@@ -31,6 +31,7 @@ def _assert_one_clear_line(result, fragment: str) -> None:
         (["results", "--db", "missing.db"], "no database at missing.db"),
         (["models", "--family", "NoSuchNet"], "unknown family"),
         (["frobnicate"], "invalid choice"),
+        (["run", "regnetx_002", "--weights", "imagenet"], "only keras.applications models"),
     ],
 )
 def test_bad_input_one_line(run_cli, args: list[str], fragment: str) -> None:
@@ -70,3 +71,14 @@ def test_models_csv_has_the_required_columns(run_cli) -> None:
     header = result.stdout.splitlines()[0].split(",")
     for column in ("name", "family", "kind", "source", "default_resolution", "params"):
         assert column in header
+
+
+@pytest.mark.slow
+def test_imagenet_weights_fail_with_one_line_when_downloads_are_impossible(run_cli) -> None:
+    # conftest sets XLABENCH_OFFLINE: the worker refuses before touching the network.
+    result = run_cli("run", "mobilenet_v3_small", "--weights", "imagenet", "--backend", "jax",
+                     "--mode", "eager", "--db", "w.db")
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if line.startswith("xlabench:")]
+    assert len(lines) == 1 and "cannot load ImageNet weights" in lines[0], result.stderr
+    assert "downloads are disabled" in lines[0]

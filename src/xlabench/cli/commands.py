@@ -74,6 +74,9 @@ def make_spec(args: argparse.Namespace) -> Spec:
     problem = entry.check_resolution(resolution)
     if problem:
         raise UserError(problem)
+    if args.weights != "random" and not entry.imagenet_weights:
+        raise UserError(f"no {args.weights} weights for {entry.name}: only keras.applications "
+                        "models can load them (use --weights random)")
     missing = missing_framework(args.backend)
     if missing:
         raise UserError(missing)

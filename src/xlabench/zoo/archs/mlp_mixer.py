@@ -43,26 +43,6 @@ VARIANTS: dict[str, MixerConfig] = {
     "mixer_l16": MixerConfig(patch_size=16, num_blocks=24, hidden_dim=1024),
 }
 
-PUBLISHED_PARAMS: dict[str, tuple[int, str, str]] = {
-    "mixer_b16": (
-        tb.millions(59.88),
-        "trainable",
-        tb.timm_citation(tb.TIMM_RESULTS_CSV, "mixer_b16_224.goog_in21k_ft_in1k"),
-    ),
-    # timm has no pretrained B/32 weights, so it is absent from the accuracy CSVs; the
-    # benchmark CSVs list every registered architecture.
-    "mixer_b32": (
-        tb.millions(60.29),
-        "trainable",
-        tb.timm_citation(tb.TIMM_BENCHMARK_CSV, "mixer_b32_224"),
-    ),
-    "mixer_l16": (
-        tb.millions(208.20),
-        "trainable",
-        tb.timm_citation(tb.TIMM_RESULTS_CSV, "mixer_l16_224.goog_in21k_ft_in1k"),
-    ),
-}
-
 
 def check_resolution(variant: str, resolution: int) -> str | None:
     """Says whether ``variant`` can be built at ``resolution``.

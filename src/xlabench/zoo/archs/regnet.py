@@ -181,51 +181,6 @@ VARIANTS: dict[str, RegNetConfig] = {
     "regnety_320": _regnet("RegNetY-32GF", 20, 232, 115.89, 2.53, 232),
 }
 
-# Trainable parameters (1000 classes): timm's ImageNet results table gives them to 10k
-# (param_count in millions, 2 decimals), pycls's MODEL_ZOO.md only to 100k, too coarse for
-# a 0.5% check on the small models. Both tables list the same pycls-trained models.
-_TIMM_RESULTS = (
-    "https://github.com/huggingface/pytorch-image-models/blob/"
-    "aa4b5850c1543fa488abf260f18390eda46cf85d/results/results-imagenet.csv"
-)
-
-
-def _timm_row(variant: str, millions: float) -> tuple[int, str, str]:
-    """Builds a PUBLISHED_PARAMS entry for a timm results-table row."""
-    source = f"{_TIMM_RESULTS}, row {variant}.pycls_in1k, column param_count ({millions}M)"
-    return round(millions * 1e6), "trainable", source
-
-
-PUBLISHED_PARAMS: dict[str, tuple[int, str, str]] = {
-    variant: _timm_row(variant, millions)
-    for variant, millions in {
-        "regnetx_002": 2.68,
-        "regnetx_004": 5.16,
-        "regnetx_006": 6.20,
-        "regnetx_008": 7.26,
-        "regnetx_016": 9.19,
-        "regnetx_032": 15.30,
-        "regnetx_040": 22.12,
-        "regnetx_064": 26.21,
-        "regnetx_080": 39.57,
-        "regnetx_120": 46.11,
-        "regnetx_160": 54.28,
-        "regnetx_320": 107.81,
-        "regnety_002": 3.16,
-        "regnety_004": 4.34,
-        "regnety_006": 6.06,
-        "regnety_008": 6.26,
-        "regnety_016": 11.20,
-        "regnety_032": 19.44,
-        "regnety_040": 20.65,
-        "regnety_064": 30.58,
-        "regnety_080": 39.18,
-        "regnety_120": 51.82,
-        "regnety_160": 83.59,
-        "regnety_320": 145.05,
-    }.items()
-}
-
 
 def check_resolution(variant: str, resolution: int) -> str | None:
     """Says why ``variant`` cannot run at ``resolution`` x ``resolution``, if it cannot.

@@ -68,28 +68,6 @@ VARIANTS: dict[str, ResNetRSConfig] = {
     "resnetrs_420": ResNetRSConfig(420, (4, 44, 87, 4), 0.4),
 }
 
-# keras.io's applications table has no ResNet-RS rows, so the reference is Keras 2 itself:
-# count_params() (BatchNorm moving statistics included) of the Keras 2 application as
-# shipped in tf-keras 2.21.0, built with weights=None and 1000 classes. The trainable parts
-# agree with timm's results-imagenet.csv param_count (e.g. resnetrs50 35.69M, 420 191.89M).
-_TF_KERAS_SOURCE = (
-    "https://pypi.org/project/tf-keras/2.21.0/ tf_keras/src/applications/resnet_rs.py: "
-    "tf_keras.applications.{name}(weights=None, input_shape=(224, 224, 3)).count_params()"
-)
-
-PUBLISHED_PARAMS: dict[str, tuple[int, str, str]] = {
-    variant: (count, "total", _TF_KERAS_SOURCE.format(name=f"ResNetRS{VARIANTS[variant].depth}"))
-    for variant, count in {
-        "resnetrs_50": 35_745_288,
-        "resnetrs_101": 63_724_296,
-        "resnetrs_152": 86_773_256,
-        "resnetrs_200": 93_386_248,
-        "resnetrs_270": 130_104_520,
-        "resnetrs_350": 164_268_360,
-        "resnetrs_420": 192_262_216,
-    }.items()
-}
-
 
 def check_resolution(variant: str, resolution: int) -> str | None:
     """Says why ``variant`` cannot run at ``resolution`` x ``resolution``, if it cannot.

@@ -66,14 +66,6 @@ VARIANTS: dict[str, RetinaNetConfig] = {
     "retinanet_resnet50_pascalvoc": RetinaNetConfig(),
 }
 
-PUBLISHED_PARAMS: dict[str, tuple[int, str, str]] = {
-    "retinanet_resnet50_pascalvoc": (
-        35_596_952,
-        "total",
-        "keras-cv retinanet_presets.py, retinanet_resnet50_pascalvoc metadata 'params' "
-        "(Keras count_params: includes BatchNorm moving mean/variance)",
-    ),
-}
 
 # The ResNet's deepest output (C5) has stride 32; P6 and P7 come from stride-2
 # "same" convs, which accept any size (they round up), so 32 is the constraint.

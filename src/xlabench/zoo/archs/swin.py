@@ -60,19 +60,6 @@ VARIANTS: dict[str, SwinConfig] = {
     "swin_large_384": SwinConfig(**_LARGE, **_AT_384),
 }
 
-_TIMM_ROWS = {
-    "swin_tiny_224": ("swin_tiny_patch4_window7_224.ms_in1k", 28.29),
-    "swin_small_224": ("swin_small_patch4_window7_224.ms_in1k", 49.61),
-    "swin_base_224": ("swin_base_patch4_window7_224.ms_in1k", 87.77),
-    "swin_base_384": ("swin_base_patch4_window12_384.ms_in1k", 87.90),
-    "swin_large_224": ("swin_large_patch4_window7_224.ms_in22k_ft_in1k", 196.53),
-    "swin_large_384": ("swin_large_patch4_window12_384.ms_in22k_ft_in1k", 196.74),
-}
-PUBLISHED_PARAMS: dict[str, tuple[int, str, str]] = {
-    name: (tb.millions(count), "trainable", tb.timm_citation(tb.TIMM_RESULTS_CSV, row))
-    for name, (row, count) in _TIMM_ROWS.items()
-}
-
 
 def check_resolution(variant: str, resolution: int) -> str | None:
     """Says whether ``variant`` can be built at ``resolution``.

@@ -56,20 +56,6 @@ VARIANTS: dict[str, SwinS3Config] = {
     "swin_s3_base_224": SwinS3Config(96, (2, 2, 30, 2), _HEADS, (7, 7, 14, 7)),
 }
 
-_PUBLISHED_MILLIONS = {
-    "swin_s3_tiny_224": 28.33,
-    "swin_s3_small_224": 49.74,
-    "swin_s3_base_224": 71.13,
-}
-PUBLISHED_PARAMS: dict[str, tuple[int, str, str]] = {
-    name: (
-        tb.millions(count),
-        "trainable",
-        tb.timm_citation(tb.TIMM_RESULTS_CSV, f"{name}.ms_in1k"),
-    )
-    for name, count in _PUBLISHED_MILLIONS.items()
-}
-
 
 def check_resolution(variant: str, resolution: int) -> str | None:
     """Says whether ``variant`` can be built at ``resolution``.

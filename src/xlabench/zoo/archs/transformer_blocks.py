@@ -15,29 +15,6 @@ import keras
 # timm (and the reference JAX code) use epsilon 1e-6 for ViT / DeiT / Mixer LayerNorms.
 VIT_LAYER_NORM_EPSILON = 1e-6
 
-# Where the published parameter counts come from. timm lists them in millions with two
-# decimals, so they carry a rounding error of at most 5,000 parameters.
-TIMM_RESULTS_CSV = (
-    "https://github.com/huggingface/pytorch-image-models/blob/main/results/results-imagenet.csv"
-)
-TIMM_BENCHMARK_CSV = (
-    "https://github.com/huggingface/pytorch-image-models/blob/main/results/"
-    "benchmark-infer-amp-nchw-pt240-cu124-rtx3090.csv"
-)
-
-
-def timm_citation(csv_url: str, row: str) -> str:
-    """Formats a citation for a timm results CSV row.
-
-    Args:
-        csv_url: URL of the CSV file in the timm repository.
-        row: Value of the ``model`` column of the cited row.
-
-    Returns:
-        A one-line citation naming the file, the row and the column.
-    """
-    return f"{csv_url} (row {row}, column param_count, millions to 2 d.p.)"
-
 
 def millions(value: float) -> int:
     """Converts a count given in millions (as timm's CSVs do) to an integer count."""

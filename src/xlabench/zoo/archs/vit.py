@@ -67,39 +67,6 @@ VARIANTS: dict[str, ViTConfig] = {
     "deit_base_distilled_patch16_384": ViTConfig(patch_size=16, distilled=True, **_BASE, **_AT_384),
 }
 
-# Study name -> timm model whose published count we compare against.
-_TIMM_NAMES = {
-    "vit_s16": "vit_small_patch16_224.augreg_in21k_ft_in1k",
-    "vit_b8": "vit_base_patch8_224.augreg_in21k_ft_in1k",
-    "vit_b16": "vit_base_patch16_224.augreg_in21k_ft_in1k",
-    "vit_b32": "vit_base_patch32_224.augreg_in21k_ft_in1k",
-    "vit_l16": "vit_large_patch16_224.augreg_in21k_ft_in1k",
-    **{name: f"{name}.fb_in1k" for name in VARIANTS if name.startswith("deit_")},
-}
-_PUBLISHED_MILLIONS = {
-    "vit_s16": 22.05,
-    "vit_b8": 86.58,
-    "vit_b16": 86.57,
-    "vit_b32": 88.22,
-    "vit_l16": 304.33,
-    "deit_tiny_patch16_224": 5.72,
-    "deit_small_patch16_224": 22.05,
-    "deit_base_patch16_224": 86.57,
-    "deit_tiny_distilled_patch16_224": 5.91,
-    "deit_small_distilled_patch16_224": 22.44,
-    "deit_base_distilled_patch16_224": 87.34,
-    "deit_base_patch16_384": 86.86,
-    "deit_base_distilled_patch16_384": 87.63,
-}
-PUBLISHED_PARAMS: dict[str, tuple[int, str, str]] = {
-    name: (
-        tb.millions(count),
-        "trainable",
-        tb.timm_citation(tb.TIMM_RESULTS_CSV, _TIMM_NAMES[name]),
-    )
-    for name, count in _PUBLISHED_MILLIONS.items()
-}
-
 
 def check_resolution(variant: str, resolution: int) -> str | None:
     """Says whether ``variant`` can be built at ``resolution``.

@@ -59,19 +59,6 @@ VARIANTS: dict[str, HybridConfig] = {
     ),
 }
 
-PUBLISHED_PARAMS: dict[str, tuple[int, str, str]] = {
-    "vit_r26_s32": (
-        tb.millions(36.43),
-        "trainable",
-        tb.timm_citation(tb.TIMM_RESULTS_CSV, "vit_small_r26_s32_224.augreg_in21k_ft_in1k"),
-    ),
-    "vit_r50_l32": (
-        tb.millions(328.99),
-        "trainable",
-        tb.timm_citation(tb.TIMM_RESULTS_CSV, "vit_large_r50_s32_224.augreg_in21k_ft_in1k"),
-    ),
-}
-
 
 @keras.saving.register_keras_serializable(package="xlabench")
 class StdConv2D(keras.layers.Conv2D):

@@ -65,15 +65,6 @@ VARIANTS: dict[str, YOLOV8Config] = {
     ),
 }
 
-PUBLISHED_PARAMS: dict[str, tuple[int, str, str]] = {
-    "yolo_v8_m_pascalvoc": (
-        25_901_004,
-        "total",
-        "keras-cv yolo_v8_detector_presets.py, yolo_v8_m_pascalvoc metadata 'params' "
-        "(Keras count_params: includes BatchNorm moving mean/variance)",
-    ),
-}
-
 
 def check_resolution(variant: str, resolution: int) -> str | None:
     """Says whether a square input resolution is valid for a variant.
