@@ -35,9 +35,9 @@ CHART_STATE = """() => Array.from(document.querySelectorAll('div.chart')).map(di
 
 @pytest.fixture(scope="module")
 def page(built_report: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.skip("needs Debian's Chromium: apt-get install -y chromium")
-    sync_api = pytest.importorskip("playwright.sync_api")
+    # `make test` installs Chromium (`make browser`); a missing browser is a failure, not a skip.
+    assert CHROMIUM.exists(), "needs Debian's Chromium: `make browser` installs it"
+    from playwright import sync_api
     profile = tmp_path_factory.mktemp("chromium-profile")  # a fresh user-data-dir
     with sync_api.sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
@@ -114,6 +114,4 @@ def test_a_filter_changes_the_charts_and_tables(page: Any, charts: dict) -> None
 
 
 def test_chromium_is_debians() -> None:
-    if not CHROMIUM.exists():
-        pytest.skip("no /usr/bin/chromium")
     assert shutil.which("chromium") == str(CHROMIUM)

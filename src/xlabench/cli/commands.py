@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,15 +29,15 @@ def add_run(sub: Any) -> None:
     p.add_argument("model", help="model name or alias (see `xlabench models`)")
     p.add_argument("--backend", default="jax", choices=list(BACKEND_MODES))
     p.add_argument("--mode", default=None, help="eager | graph | xla | compiled (per backend)")
-    p.add_argument("--resolution", type=_int("resolution"), default=None,
+    p.add_argument("--resolution", type=int_arg("resolution"), default=None,
                    help="input size (default: the model's default resolution)")
-    p.add_argument("--batch-size", type=_int("batch size"), default=4)
+    p.add_argument("--batch-size", type=int_arg("batch size"), default=4)
     p.add_argument("--precision", default="fp32", choices=PRECISIONS)
     p.add_argument("--weights", default="random", choices=WEIGHTS)
     p.add_argument("--tf32", action="store_true", help="allow TF32 for float32 on GPUs")
-    p.add_argument("--seed", type=_int("seed"), default=0)
+    p.add_argument("--seed", type=int_arg("seed"), default=0)
     add_measure_args(p)
-    p.add_argument("--timeout", type=_float("timeout"), default=DEFAULT_TIMEOUT_S,
+    p.add_argument("--timeout", type=float_arg("timeout"), default=DEFAULT_TIMEOUT_S,
                    help="seconds before the worker is killed (default %(default)s)")
     p.add_argument("--db", default=DEFAULT_DB, help="SQLite results file (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print the record as JSON on stdout")
@@ -47,11 +46,11 @@ def add_run(sub: Any) -> None:
 
 def add_measure_args(p: argparse.ArgumentParser) -> None:
     defaults = MeasureSettings()
-    p.add_argument("--target-ci", type=_float("target CI"), default=defaults.target_rel_ci,
+    p.add_argument("--target-ci", type=float_arg("target CI"), default=defaults.target_rel_ci,
                    help="stop when the median's 95%% CI is within ± this (default %(default)s)")
-    p.add_argument("--budget", type=_float("budget"), default=defaults.budget_s,
+    p.add_argument("--budget", type=float_arg("budget"), default=defaults.budget_s,
                    help="max seconds of sampling per configuration (default %(default)s)")
-    p.add_argument("--min-sample-time", type=_float("min sample time"),
+    p.add_argument("--min-sample-time", type=float_arg("min sample time"),
                    default=defaults.min_sample_s, help="seconds per sample (default %(default)s)")
 
 
@@ -172,17 +171,24 @@ def write_output(path: str, text: str) -> None:
     print(f"wrote {path}", file=sys.stderr)
 
 
-def _int(what: str) -> Any:
+def int_arg(what: str, positive: bool = False) -> Any:
+    """An argparse `type` that turns a bad integer into one clear UserError line."""
+
     def parse(text: str) -> int:
         try:
-            return int(text)
+            value = int(text)
         except ValueError:
             raise UserError(f"{what} must be an integer, got {text!r}") from None
+        if positive and value <= 0:
+            raise UserError(f"{what} must be positive, got {text}")
+        return value
 
     return parse
 
 
-def _float(what: str) -> Any:
+def float_arg(what: str) -> Any:
+    """An argparse `type` for a positive number."""
+
     def parse(text: str) -> float:
         try:
             value = float(text)
@@ -193,10 +199,6 @@ def _float(what: str) -> Any:
         return value
 
     return parse
-
-
-def to_json(rows: list[dict[str, Any]]) -> str:
-    return json.dumps(rows, indent=2, default=str) + "\n"
 
 
 REGISTRARS = [add_run, add_results, add_export, add_models]

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from xlabench.cli.commands import int_arg
 from xlabench.core import BACKEND_MODES, UserError
 from xlabench.store import DEFAULT_DB, ResultStore
 from xlabench.store.importer import read_study_csv, split_new
@@ -26,9 +27,9 @@ def add_report(sub: Any) -> None:
                    help="baseline mode (default eager; tensorflow also has graph)")
     p.add_argument("--device", default=None,
                    help="device of the per-family speedups (default: the most common)")
-    p.add_argument("--resolution", type=_positive_int("resolution"), default=None,
+    p.add_argument("--resolution", type=int_arg("resolution", positive=True), default=None,
                    help="resolution of the per-family speedups (default: the most common)")
-    p.add_argument("--top", type=_positive_int("top"), default=10,
+    p.add_argument("--top", type=int_arg("top", positive=True), default=10,
                    help="models in the top-N rankings (default %(default)s)")
     p.set_defaults(handler=report_command)
 
@@ -87,19 +88,6 @@ def resolve_study_name(name: str) -> tuple[str, str, str] | None:
     except UserError:
         return None
     return entry.name, entry.family, entry.kind
-
-
-def _positive_int(what: str) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise UserError(f"{what} must be an integer, got {text!r}") from None
-        if value <= 0:
-            raise UserError(f"{what} must be positive, got {text}")
-        return value
-
-    return parse
 
 
 REGISTRARS = [add_report, add_import]
