@@ -41,3 +41,12 @@ def test_faults_become_records(tmp_path: Path, record_factory, fault, timeout_s,
     assert [r["status"] for r in rows] == ["ok", status.value]
     assert rows[0]["spec_id"] == earlier.spec_id
     assert rows[1]["error"] == record.error and rows[1]["family"] == "MobileNet_V3"
+
+
+def test_known_unsupported_combination_is_stored_as_unsupported(tmp_path: Path) -> None:
+    spec = Spec("nasnet_mobile", "torch", "eager", 32, batch_size=1, measure=QUICK)
+    with ResultStore(tmp_path / "r.db") as store:
+        record = execute(spec, store, timeout_s=300)
+        (row,) = store.rows()
+    assert record.status is Status.UNSUPPORTED and "keras-team/keras#23177" in record.error
+    assert row["status"] == "unsupported"

@@ -69,6 +69,11 @@ def _flat(output) -> list[np.ndarray]:
 @pytest.mark.parametrize("entry", _cases(_heavy))
 def test_builds_and_runs_at_smallest_resolution(entry: ModelEntry) -> None:
     resolution = entry.rule.smallest()
+    if entry.unsupported_reason(BACKEND):
+        # Known not to run here: check the refusal is still real, so the flag goes when fixed.
+        with pytest.raises(ValueError, match=BACKEND):
+            build_model(entry, resolution)
+        return
     model = build_model(entry, resolution)
     x = keras.random.uniform((1, resolution, resolution, 3), 0.0, 255.0, seed=1)
     output = _forward(model, x)

@@ -70,7 +70,7 @@ def run_spec(spec: Spec, want_costs: bool = False) -> Record:
     try:
         entry = REGISTRY.get(spec.model)
         entry_fields = {"family": entry.family, "kind": entry.kind}
-        problem = backends.missing_framework(spec.backend)
+        problem = entry.unsupported_reason(spec.backend) or backends.missing_framework(spec.backend)
         if problem:
             return failure(spec, Status.UNSUPPORTED, problem, **entry_fields)
         record = _measure(spec, entry, want_costs)

@@ -68,6 +68,8 @@ class ModelEntry:
         study_resolutions: the resolutions the 2023 study benchmarked.
         heavy: slow to build/run on a CPU; tests mark it.
         imagenet_weights: whether `--weights imagenet` can load real weights for it.
+        unsupported: backends the model is known not to run on, with the reason; a run there
+            is stored as `unsupported` without starting the framework.
         notes: anything a user should know (deviations, what is timed).
     """
 
@@ -89,6 +91,7 @@ class ModelEntry:
     study_resolutions: tuple[int, ...] = ()
     heavy: bool = False
     imagenet_weights: bool = False
+    unsupported: tuple[tuple[str, str], ...] = ()  # (backend, why): known not to run there
     notes: str = ""
 
     def __post_init__(self) -> None:
@@ -98,6 +101,10 @@ class ModelEntry:
             raise ValueError(f"{self.name}: unknown source {self.source!r}")
         if self.params_count not in ("total", "trainable"):
             raise ValueError(f"{self.name}: params_count must be total or trainable")
+
+    def unsupported_reason(self, backend: str) -> str | None:
+        """Why this model cannot run on `backend`, if it is known not to."""
+        return dict(self.unsupported).get(backend)
 
     def check_resolution(self, resolution: int) -> str | None:
         """None if the variant can run at `resolution`, else the full one-line reason."""
@@ -123,6 +130,7 @@ class ModelEntry:
             "aliases": ",".join(self.aliases),
             "heavy": self.heavy,
             "imagenet_weights": self.imagenet_weights,
+            "unsupported_backends": ",".join(backend for backend, _ in self.unsupported),
             "paper": self.paper,
             "notes": self.notes,
         }
