@@ -9,7 +9,7 @@ import pytest
 
 from xlabench.core import BACKEND_MODES, UserError
 from xlabench.sweep import build_config, expand, load_toml
-from xlabench.sweep.grid import CLASSIFIER_KINDS, DEMO_MEASURE
+from xlabench.sweep.grid import CLASSIFIER_KINDS, DEMO_MEASURE, GPU_MODELS
 from xlabench.zoo import REGISTRY
 
 ALL_PAIRS = sum(len(modes) for modes in BACKEND_MODES.values())
@@ -89,6 +89,19 @@ def test_study_preset_narrowed_by_kind_and_backend() -> None:
     assert _pairs(specs).keys() == {"jax/eager", "jax/xla"}
 
 
+STUDY_CSV = Path(__file__).resolve().parents[1] / "data" / "study_best_per_resolution_and_gpu.csv"
+
+
+def test_gpu_preset_covers_the_published_tables_and_every_family() -> None:
+    published = {row.split(",")[1] for row in STUDY_CSV.read_text().splitlines()[1:] if row}
+    assert published <= set(GPU_MODELS)
+    grid = expand(build_config("gpu"))
+    assert {REGISTRY.get(s.model).family for s in grid.specs} == {e.family for e in REGISTRY}
+    assert set(_pairs(grid.specs)) == {"jax/eager", "jax/xla", "torch/eager", "torch/compiled"}
+    assert len(grid.specs) == 4 * len(GPU_MODELS)
+    assert all(s.resolution == REGISTRY.get(s.model).default_resolution for s in grid.specs)
+
+
 def test_demo_preset() -> None:
     config = build_config("demo")
     grid = expand(config)
@@ -147,7 +160,7 @@ def test_unknown_kind_with_a_preset() -> None:
 
 
 def test_unknown_preset_and_key() -> None:
-    with pytest.raises(UserError, match="unknown preset 'paper'; choose from study, demo"):
+    with pytest.raises(UserError, match="unknown preset 'paper'; choose from study, gpu, demo"):
         build_config("paper")
     with pytest.raises(UserError, match="unknown sweep setting 'batch'"):
         build_config(file_values={"batch": 4})

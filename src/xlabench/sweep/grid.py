@@ -121,6 +121,18 @@ _STUDY_COMMON: dict[str, Any] = {
     "batch_sizes": (4,), "precisions": ("fp32",), "repeats": 1,
     "backends": ("tensorflow", "jax", "torch"), "modes": (),
 }
+#: The variants in the study's published per-GPU tables (`shared/reference/`), plus regnetx_002
+#: (what the study's `regnetx_016` really ran), plus the smallest variant of every other family.
+GPU_MODELS = (
+    "efficient_b1", "efficient_b2", "efficient_b3", "efficient_b4", "efficient_b5",
+    "efficient_b6", "efficient_b7", "efficient_b1_v2", "efficient_b2_v2", "efficient_b3_v2",
+    "efficient_s_v2", "efficient_m_v2", "inception_v3", "mobilenet_v1", "nasnet_large",
+    "regnetx_016", "regnetx_002", "xception",
+    "convnext_tiny", "deit_tiny_patch16_224", "densenet_121", "mixer_b16", "mobilenet_v2",
+    "mobilenet_v3_small", "regnety_002", "resnetrs_50", "resnet50_v1", "resnet50_v2",
+    "retinanet_resnet50_pascalvoc", "swin_tiny_patch4_window7_224", "vgg16", "vit_s16",
+    "yolo_v8_m_pascalvoc",
+)
 PRESETS: dict[str, dict[str, Any]] = {
     # The study's grid: each classifier at its own input size, detectors at 320 and 640; every
     # backend/mode pair (TF eager, graph, XLA; JAX eager, XLA; torch eager, compiled).
@@ -129,6 +141,15 @@ PRESETS: dict[str, dict[str, Any]] = {
             {**_STUDY_COMMON, "kinds": CLASSIFIER_KINDS, "resolutions": (DEFAULT_RESOLUTION,)},
             {**_STUDY_COMMON, "kinds": ("detector",), "resolutions": (320, 640)},
         ),
+    },
+    # A GPU machine without TensorFlow (issue 6's H200 image): the models of the study's
+    # published tables plus one variant of every other family, Keras-on-JAX and on PyTorch.
+    "gpu": {
+        "parts": ({
+            "models": GPU_MODELS, "resolutions": (DEFAULT_RESOLUTION,), "batch_sizes": (4,),
+            "precisions": ("fp32",), "backends": ("jax", "torch"), "modes": (),
+        },),
+        "timeout_s": 600.0,
     },
     # `make demo`: two models, all seven backend/mode pairs, short measurements, CPU-sized.
     "demo": {
