@@ -98,3 +98,35 @@ def test_select_by_family_kind_and_glob() -> None:
         REGISTRY.select(families=["NoSuchNet"])
     with pytest.raises(UserError, match="no model matches"):
         REGISTRY.select(["zzz*"])
+
+
+def test_every_model_has_pinned_macs() -> None:
+    missing = [e.name for e in REGISTRY if not e.macs]
+    assert not missing, f"run bench/zoo_build.py --backends jax --pin-costs: {missing}"
+
+
+# RegNet names carry their MACs: regnetx_016 is RegNetX-1.6GF (pycls counts MACs as "flops").
+REGNET_NOMINAL_GMACS = {"002": 0.2, "004": 0.4, "006": 0.6, "008": 0.8, "016": 1.6, "032": 3.2,
+                        "040": 4.0, "064": 6.4, "080": 8.0, "120": 12.0, "160": 16.0, "320": 32.0}
+
+
+@pytest.mark.parametrize("block", ["x", "y"])
+@pytest.mark.parametrize("size", sorted(REGNET_NOMINAL_GMACS))
+def test_regnet_macs_match_the_name(block: str, size: str) -> None:
+    entry = REGISTRY.get(f"regnet{block}_{size}")
+    assert entry.macs / 1e9 == pytest.approx(REGNET_NOMINAL_GMACS[size], rel=0.03)
+
+
+@pytest.mark.parametrize(
+    ("name", "study_built"), [("006", "008"), ("008", "016"), ("016", "002")]
+)
+@pytest.mark.parametrize("block", ["x", "y"])
+def test_the_studys_regnet_mixup_is_detectable(block: str, name: str, study_built: str) -> None:
+    """The study built regnetx_006 with RegNetX008 (and so on). The MACs of the swapped pair
+    differ by over 25%, and their parameters by far more than the 0.5% that the zoo's
+    parameter test allows, so a model built with its neighbour's constructor fails that test.
+    """
+    ours = REGISTRY.get(f"regnet{block}_{name}")
+    theirs = REGISTRY.get(f"regnet{block}_{study_built}")
+    assert max(ours.macs, theirs.macs) / min(ours.macs, theirs.macs) > 1.25
+    assert max(ours.params, theirs.params) / min(ours.params, theirs.params) > 1.02
