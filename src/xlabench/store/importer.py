@@ -103,8 +103,9 @@ def _record(
     family = _text(row, "model_family", where)
     # Stored under the architecture the study really ran, so comparisons are like with like;
     # the published name stays in the provenance.
-    known = resolve(STUDY_BUILT_AS.get(study_name, study_name)) if resolve else None
-    model, family, kind = known if known else (study_name, family, "cnn")
+    ran = STUDY_BUILT_AS.get(study_name, study_name)
+    known = resolve(ran) if resolve else None
+    model, family, kind = known if known else (ran, family, "cnn")
     xla = _bool(row, "xla", where)
     throughput = _number(row, "throughput (samples/sec)", where, positive=True)
     assert throughput is not None
