@@ -111,6 +111,17 @@ def test_latest_run_of_a_configuration_wins() -> None:
     assert top_models(results, TF)["throughput_sps"].tolist() == [150.0]
 
 
+def test_repeats_of_a_configuration_are_combined() -> None:
+    runs = [make_record(throughput=t, repeat=r) for r, t in enumerate((100.0, 130.0, 90.0))]
+    runs.append(make_record(throughput=120.0, repeat=2))  # a re-run of repeat 2 replaces it
+    (row,) = top_models(frame(runs), TF).to_dict("records")
+    assert row["throughput_sps"] == 120.0  # median of 100, 130, 120
+    assert row["repeats"] == 3
+    # every repeat's CI (make_record: +-2%) lies inside the combined interval
+    assert row["throughput_sps_ci_low"] == pytest.approx(98.0)
+    assert row["throughput_sps_ci_high"] == pytest.approx(130.0 * 1.02)
+
+
 RANKED = pd.DataFrame({
     "model": ["a", "b", "c", "d"], "g": ["x"] * 4, "v": [100.0, 99.0, 50.0, 10.0],
     "lo": [98.0, 97.0, 49.0, math.nan], "hi": [102.0, 101.0, 51.0, math.nan],

@@ -63,9 +63,39 @@ def successful(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def latest_per_config(results: pd.DataFrame) -> pd.DataFrame:
-    """The latest successful run of each configuration (re-runs replace older runs)."""
+    """One row per configuration: its latest successful run, with its repeats combined.
+
+    A re-run of the same repeat replaces the older run. Different repeats (`sweep --repeats N`)
+    are separate worker processes, and on a busy or small machine processes differ more than
+    one process's samples do, so one run's CI understates the spread. Their combination: the
+    median of the repeats' throughputs, an interval from the lowest repeat's CI end to the
+    highest's (it covers every repeat), all raw samples pooled, and `repeats` = how many.
+    """
     ok = successful(results).sort_values("id", kind="mergesort")
-    return ok.drop_duplicates(list(CONFIG_KEYS), keep="last")
+    latest = ok.drop_duplicates([*CONFIG_KEYS, "repeat"], keep="last")
+    counts = latest.groupby(list(CONFIG_KEYS), dropna=False, sort=False)["id"].transform("size")
+    single = latest[counts == 1].assign(repeats=1)
+    if (counts == 1).all():
+        return single
+    grouped = latest[counts > 1].groupby(list(CONFIG_KEYS), dropna=False, sort=False)
+    combined = pd.DataFrame([_combine_repeats(group) for _, group in grouped])
+    both = pd.concat([single, combined.astype(single.dtypes.to_dict(), errors="ignore")])
+    return both.sort_values("id", kind="mergesort")
+
+
+def _combine_repeats(runs: pd.DataFrame) -> pd.Series:
+    row = runs.iloc[-1].copy()  # the latest repeat supplies everything not combined below
+    median = float(runs["throughput_sps"].median())
+    low = runs["throughput_sps_ci_low"].fillna(runs["throughput_sps"]).min()
+    high = runs["throughput_sps_ci_high"].fillna(runs["throughput_sps"]).max()
+    row["throughput_sps"] = median
+    row["throughput_sps_ci_low"], row["throughput_sps_ci_high"] = low, high
+    row["rel_ci_halfwidth"] = (high - low) / (2 * median)
+    row["batch_time_ms"] = float(runs["batch_time_ms"].median())
+    row["n_samples"] = runs["n_samples"].sum()
+    row["sample_sps"] = [s for samples in runs["sample_sps"] for s in samples]
+    row["repeats"] = len(runs)
+    return row
 
 
 def mode_rows(results: pd.DataFrame, backend: str, mode: str) -> pd.DataFrame:
