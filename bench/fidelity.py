@@ -6,8 +6,9 @@ For each model and backend/mode, in one run:
   * a bare loop: a fresh process that builds the same model and input, warms up, then times
     `repeats` x `steps` calls with one sync at the end, written with plain framework calls.
 Tool and bare runs alternate (`--rounds` of each), so slow drift of the machine hits both; the
-ratio compares their medians. The spread of the tool's own rounds is printed beside it: it is
-the noise floor this machine allows. Target: within 3% for compiled modes, 5% for eager modes.
+ratio compares their medians. The spread (max/min) of the tool's rounds and of the bare loop's
+rounds is printed beside it: the noise floor this machine allows. Target: within 3% for
+compiled modes, 5% for eager modes.
 
     .venv/bin/python bench/fidelity.py                 # 3 models x 7 backend/modes
     .venv/bin/python bench/fidelity.py --models mobilenet_v3_small --resolution 64

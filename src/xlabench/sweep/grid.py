@@ -19,6 +19,7 @@ from typing import Any
 
 from xlabench.core import BACKEND_MODES, PRECISIONS, MeasureSettings, Spec, UserError
 from xlabench.store import DEFAULT_DB
+from xlabench.store.importer import STUDY_BUILT_AS
 from xlabench.zoo import KINDS, REGISTRY, ModelEntry
 
 DEFAULT_RESOLUTION = "default"
@@ -121,18 +122,29 @@ _STUDY_COMMON: dict[str, Any] = {
     "batch_sizes": (4,), "precisions": ("fp32",), "repeats": 1,
     "backends": ("tensorflow", "jax", "torch"), "modes": (),
 }
-#: The variants in the study's published per-GPU tables (`shared/reference/`), plus regnetx_002
-#: (what the study's `regnetx_016` really ran), plus the smallest variant of every other family.
-GPU_MODELS = (
+#: The variants in the study's published per-GPU tables (`shared/reference/`).
+STUDY_PUBLISHED_MODELS = (
     "efficient_b1", "efficient_b2", "efficient_b3", "efficient_b4", "efficient_b5",
     "efficient_b6", "efficient_b7", "efficient_b1_v2", "efficient_b2_v2", "efficient_b3_v2",
     "efficient_s_v2", "efficient_m_v2", "inception_v3", "mobilenet_v1", "nasnet_large",
-    "regnetx_016", "regnetx_002", "xception",
-    "convnext_tiny", "deit_tiny_patch16_224", "densenet_121", "mixer_b16", "mobilenet_v2",
-    "mobilenet_v3_small", "regnety_002", "resnetrs_50", "resnet50_v1", "resnet50_v2",
-    "retinanet_resnet50_pascalvoc", "swin_tiny_patch4_window7_224", "vgg16", "vit_s16",
-    "yolo_v8_m_pascalvoc",
+    "regnetx_016", "xception",
 )
+
+
+def _gpu_models() -> tuple[str, ...]:
+    """The published models, the architectures the study really ran under their names, and the
+    first (smallest) registry variant of every family not among them."""
+    published = [*STUDY_PUBLISHED_MODELS,
+                 *(STUDY_BUILT_AS[m] for m in STUDY_PUBLISHED_MODELS if m in STUDY_BUILT_AS)]
+    covered = {REGISTRY.get(name).family for name in published}
+    first_of_family: dict[str, str] = {}
+    for entry in REGISTRY:
+        if entry.family not in covered:
+            first_of_family.setdefault(entry.family, entry.name)
+    return (*published, *first_of_family.values())
+
+
+GPU_MODELS = _gpu_models()
 PRESETS: dict[str, dict[str, Any]] = {
     # The study's grid: each classifier at its own input size, detectors at 320 and 640; every
     # backend/mode pair (TF eager, graph, XLA; JAX eager, XLA; torch eager, compiled).
