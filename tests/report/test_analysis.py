@@ -37,6 +37,8 @@ from xlabench.analysis import (
     top_non_cnn_models,
 )
 from xlabench.core import Costs, Record, Status, Throughput, UserError
+from xlabench.core.record import Interference, ProcessInfo
+from xlabench.measure import combine
 from xlabench.store import ResultStore
 from xlabench.store.db import record_to_row
 
@@ -115,11 +117,46 @@ def test_repeats_of_a_configuration_are_combined() -> None:
     runs = [make_record(throughput=t, repeat=r) for r, t in enumerate((100.0, 130.0, 90.0))]
     runs.append(make_record(throughput=120.0, repeat=2))  # a re-run of repeat 2 replaces it
     (row,) = top_models(frame(runs), TF).to_dict("records")
-    assert row["throughput_sps"] == 120.0  # median of 100, 130, 120
-    assert row["repeats"] == 3
-    # every repeat's CI (make_record: +-2%) lies inside the combined interval
-    assert row["throughput_sps_ci_low"] == pytest.approx(98.0)
-    assert row["throughput_sps_ci_high"] == pytest.approx(130.0 * 1.02)
+    # each repeat is a process of the configuration's result: the geometric mean of 100, 130
+    # and 120 with the t interval of their logs (2 df)
+    expected = combine.log_t_interval([100.0, 130.0, 120.0])
+    assert row["throughput_sps"] == pytest.approx(expected.estimate)
+    assert row["throughput_sps_ci_low"] == pytest.approx(expected.low)
+    assert row["throughput_sps_ci_high"] == pytest.approx(expected.high)
+    assert (row["repeats"], row["processes"], row["ci_confidence"]) == (3, 3, 0.95)
+
+
+def _process(throughput: float, result_id: str, index: int, other_frac: float = 0.01) -> Record:
+    figures = Interference(wall_s=5.0, cpus=(0, 1), busy_frac=0.9, own_frac=0.9 - other_frac,
+                           other_frac=other_frac, steal_frac=0.0)
+    return make_record(throughput=throughput).replace(
+        interference=figures, process=ProcessInfo(result_id=result_id, index=index, round=index))
+
+
+def test_processes_of_a_result_are_combined_without_the_flagged_ones() -> None:
+    old = [_process(t, "r-old", i) for i, t in enumerate((50.0, 52.0, 51.0))]
+    new = [_process(100.0, "r-new", 0), _process(10.0, "r-new", 1, other_frac=0.5),
+           _process(104.0, "r-new", 2), _process(98.0, "r-new", 3)]
+    (row,) = top_models(frame(old + new), TF).to_dict("records")
+    expected = combine.log_t_interval([100.0, 104.0, 98.0])  # the latest result, clean only
+    assert row["throughput_sps"] == pytest.approx(expected.estimate)
+    assert (row["processes"], row["processes_total"], row["processes_flagged"]) == (3, 4, 1)
+    assert not row["flagged"] and row["between_processes"]
+
+
+def test_a_result_left_with_too_few_clean_processes_is_flagged() -> None:
+    runs = [_process(100.0, "r1", 0), _process(20.0, "r1", 1, other_frac=0.4),
+            _process(30.0, "r1", 2, other_frac=0.6)]
+    (row,) = top_models(frame(runs), TF).to_dict("records")
+    assert row["throughput_sps"] == 100.0 and row["processes"] == 1
+    assert row["flagged"] and "interference" in row["flag_reason"]
+    assert not row["between_processes"] and row["ci_confidence"] == pytest.approx(0.97)
+
+
+def test_one_process_from_an_old_database_is_a_result_of_one() -> None:
+    (row,) = top_models(frame([make_record(throughput=100.0)]), TF).to_dict("records")
+    assert row["processes"] == 1 and not row["between_processes"]
+    assert row["ci_method"].startswith("one process")
 
 
 RANKED = pd.DataFrame({

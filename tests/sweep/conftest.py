@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from xlabench.core import Record, Spec, Status
+from xlabench.core.record import Interference
 from xlabench.store import ResultStore
 from xlabench.sweep.executors import Finished, Hooks
 from xlabench.zoo import REGISTRY
@@ -114,16 +115,25 @@ def process_env_has(marker: str) -> list[int]:
     return pids
 
 
+#: (spec, how many processes of it ran before) -> (throughput, share of its CPUs others used)
+Script = Callable[[Spec, int], tuple[float, float]]
+
+
 class ScriptedExecutor:
-    """Returns a record per spec at once; `fail` maps model -> status to return instead."""
+    """Returns a record per spec at once; `fail` maps model -> status to return instead;
+    `script` gives each process its throughput and interference (default 100 samples/s, quiet).
+    `envs` keeps the extra environment the scheduler asked for, per process."""
 
     def __init__(self, record_factory, fail: dict[str, Status] | None = None,
-                 costs: bool = True) -> None:
+                 costs: bool = True, script: Script | None = None) -> None:
         self.make = record_factory
         self.fail = fail or {}
         self.costs = costs
+        self.script = script or (lambda spec, n: (100.0, 0.0))
         self.workers = 1
         self.asked: list[tuple[str, bool]] = []
+        self.envs: list[dict[str, str]] = []
+        self._count: dict[str, int] = {}
 
     def env_ids(self) -> list[str]:
         return [ENV]
@@ -131,6 +141,7 @@ class ScriptedExecutor:
     def run(self, specs: Iterable[Spec], hooks: Hooks) -> Iterator[Finished]:
         for spec in specs:
             wanted = hooks.want_costs(spec)
+            self.envs.append(hooks.process_env(spec))
             hooks.started(spec)
             self.asked.append((spec.label(), wanted))
             yield Finished(spec, self._record(spec, wanted), wanted)
@@ -138,12 +149,18 @@ class ScriptedExecutor:
     def _record(self, spec: Spec, wanted: bool) -> Record:
         entry = REGISTRY.get(spec.model)
         status = self.fail.get(spec.model, Status.OK)
+        n = self._count.get(spec.spec_id(), 0)
+        self._count[spec.spec_id()] = n + 1
+        throughput, other = self.script(spec, n)
         base = self.make(model=spec.model, backend=spec.backend, mode=spec.mode,
                          resolution=spec.resolution, family=entry.family, kind=entry.kind,
                          status=status, batch_size=spec.batch_size, repeat=spec.repeat,
-                         measure=spec.measure)
+                         measure=spec.measure, throughput=throughput)
         costs = base.costs if wanted and self.costs else type(base.costs)(params=3)
-        return base.replace(spec=spec, env_id=ENV, duration_s=2.0, costs=costs)
+        figures = Interference(wall_s=3.0, cpus=(0, 1), busy_frac=1.0, own_frac=1.0 - other,
+                               other_frac=other, steal_frac=0.0)
+        return base.replace(spec=spec, env_id=ENV, duration_s=2.0, costs=costs,
+                            interference=figures if status is Status.OK else None)
 
     def close(self) -> None:
         pass

@@ -139,7 +139,7 @@ def test_toml_then_flags(tmp_path: Path) -> None:
         ({"backends": "mxnet"}, "unknown backend"),
         ({"modes": "turbo"}, "unknown mode"),
         ({"precisions": "fp8"}, "unknown precision"),
-        ({"resolutions": "big"}, "resolution must be an integer or 'default'"),
+        ({"resolutions": "big"}, "resolution must be an integer from 16 to 2048 or 'default'"),
         ({"batch_sizes": "0", "models": "resnet50"}, "batch size must be"),
         ({"repeats": 0}, "repeats must be"),
         ({"workers": 0}, "workers must be"),

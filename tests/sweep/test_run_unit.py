@@ -29,8 +29,11 @@ from xlabench.sweep.trackers import Trackers, run_metrics, run_name
 
 
 def _config(tmp_path: Path, **overrides):
+    # One process per result: these tests are about resume, costs and progress; the
+    # multi-process scheduling has its own tests (test_schedule.py).
     values = {"models": "mobilenet_v3_small,resnet50", "resolutions": "32",
-              "backends": "jax,torch", "modes": "eager", "db": str(tmp_path / "r.db")}
+              "backends": "jax,torch", "modes": "eager", "db": str(tmp_path / "r.db"),
+              "processes": 1}
     return build_config(overrides={**values, **overrides})
 
 

@@ -32,6 +32,20 @@ def _assert_one_clear_line(result, fragment: str) -> None:
         (["models", "--family", "NoSuchNet"], "unknown family"),
         (["frobnicate"], "invalid choice"),
         (["run", "regnetx_002", "--weights", "imagenet"], "only keras.applications models"),
+        # 0 is a value given, not "not given": the same line as -5
+        (["run", "resnet50_v1", "--resolution", "0"], "resolution must be an integer from 16"),
+        (["run", "resnet50_v1", "--resolution", "-5"], "resolution must be an integer from 16"),
+        (["run", "resnet50_v1", "--mode", ""], "has no mode ''"),
+        (["run", "resnet50_v1", "--processes", "0"], "processes must be >= 1"),
+        (["run", "resnet50_v1", "--processes", "4", "--max-processes", "3"],
+         "max processes (3) must be >= processes (4)"),
+        (["run", "resnet50_v1", "--result-target-ci", "0"], "result target CI must be positive"),
+        (["run", "resnet50_v1", "--rerun-flagged", "x"], "rerun flagged must be an integer"),
+        (["sweep", "--models", "resnet50_v1", "--processes", "0"], "processes must be >= 1"),
+        (["sweep", "--models", "resnet50_v1", "--result-budget", "-1"],
+         "result budget must be positive"),
+        (["sweep", "--models", "resnet50_v1", "--resolutions", "0", "--dry-run"],
+         "resolution must be an integer from 16"),
     ],
 )
 def test_bad_input_one_line(run_cli, args: list[str], fragment: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import sqlite3
 from pathlib import Path
 
@@ -135,3 +136,72 @@ def test_full_csv_has_every_field_and_raw_samples(tmp_path: Path, record_factory
     ):
         assert column in row
     assert len(eval(row["sample_s"])) == 5
+
+
+def _v1_database(path: Path, record_factory) -> dict:
+    """A database as xlabench wrote it before results had processes (schema 1): the v1
+    tables by hand, and a record JSON without the fields v2 added."""
+    from xlabench.store.db import record_to_row
+    from xlabench.store.schema import RESULT_COLUMNS, V2_RESULT_COLUMNS
+
+    v1_columns = RESULT_COLUMNS[: len(RESULT_COLUMNS) - len(V2_RESULT_COLUMNS)]
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute("CREATE TABLE results (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                 + ", ".join(f"{n} {k}" for n, k in v1_columns) + ")")
+    conn.execute("CREATE TABLE model_costs (model TEXT NOT NULL, resolution INTEGER NOT NULL, "
+                 "params INTEGER, macs_per_image REAL, flops_per_image REAL, method TEXT NOT "
+                 "NULL, created_at TEXT NOT NULL, PRIMARY KEY (model, resolution))")
+    conn.executemany("INSERT INTO meta VALUES (?, ?)",
+                     [("application", "xlabench"), ("schema_version", "1")])
+    record = record_factory()
+    old = json.loads(record.to_json())
+    del old["interference"], old["process"]
+    row = {**record_to_row(record, "old-sweep"), "record_json": json.dumps(old)}
+    names = [n for n, _ in v1_columns]
+    conn.execute(f"INSERT INTO results ({', '.join(names)}) VALUES "
+                 f"({', '.join('?' for _ in names)})", [row[n] for n in names])
+    conn.commit()
+    conn.close()
+    return row
+
+
+def test_a_schema_1_database_loads_as_results_of_one_process(
+    tmp_path: Path, record_factory
+) -> None:
+    from xlabench.analysis import load_results, top_models
+    from xlabench.analysis.select import Comparison
+
+    path = tmp_path / "v1.db"
+    old = _v1_database(path, record_factory)
+    with ResultStore(path) as store:
+        assert store.schema_version() == SCHEMA_VERSION == 2
+        (record,) = store.records()
+        assert record.interference is None and record.process.result_id == ""
+        (row,) = store.result_rows()
+        assert row["processes"] == "1" and row["throughput_sps"] == old["throughput_sps"]
+        assert row["ci_method"].startswith("one process")
+        assert store.completed_spec_ids(["e1"]) == {old["spec_id"]}  # kept, not re-run
+        store.save(record_factory(throughput=50.0))  # v2 rows go beside the old one
+    frame = load_results(path)
+    (top,) = top_models(frame, Comparison()).to_dict("records")
+    assert top["processes"] == 1 and not top["between_processes"]
+
+
+def test_results_csv_has_one_row_per_result(tmp_path: Path, record_factory) -> None:
+    from xlabench.core.record import ProcessInfo
+    from xlabench.core.result import ResultPolicy
+    from xlabench.measure import combine
+    from xlabench.store.export import results_csv
+
+    processes = [record_factory(throughput=t).replace(
+        process=ProcessInfo(result_id="r1", index=i, round=i))
+        for i, t in enumerate((100.0, 104.0, 98.0))]
+    with ResultStore(tmp_path / "r.db") as store:
+        store.save_many(processes)
+        store.save_result(combine.combine(processes, "r1", ResultPolicy()), ResultPolicy(), True)
+        rows = list(csv.DictReader(io.StringIO(results_csv(store.result_rows()))))
+        study = list(csv.DictReader(io.StringIO(study_csv(store.result_rows()))))
+    assert len(rows) == 1 and rows[0]["processes"] == "3" and rows[0]["ci_confidence"] == "0.95"
+    assert float(rows[0]["throughput_sps"]) == pytest.approx((100 * 104 * 98) ** (1 / 3))
+    assert len(study) == 1  # the study's CSV: one row per result, not per process

@@ -10,7 +10,12 @@ from xlabench.analysis.compute import (
     backend_comparison_wide,
     throughput_vs_batch_size,
 )
-from xlabench.analysis.health import failed_runs, failures_by_reason, parity_failures
+from xlabench.analysis.health import (
+    failed_runs,
+    failures_by_reason,
+    measurement_quality,
+    parity_failures,
+)
 from xlabench.analysis.load import FILTER_COLUMNS, load_results, results_frame
 from xlabench.analysis.ranking import RankRule, rank
 from xlabench.analysis.select import (
@@ -63,6 +68,7 @@ __all__ = [
     "kind_group",
     "latest_per_config",
     "load_results",
+    "measurement_quality",
     "mobilenet_family",
     "most_common",
     "parity_failures",

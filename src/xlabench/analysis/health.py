@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xlabench.analysis.select import CONFIG_KEYS
+from xlabench.analysis.select import CONFIG_KEYS, latest_per_config
 
 
 def parity_failures(results: pd.DataFrame) -> pd.DataFrame:
@@ -46,3 +46,15 @@ def _joined(values: pd.Series, limit: int = 8) -> str:
     unique = sorted({str(v) for v in values})
     more = f" (+{len(unique) - limit} more)" if len(unique) > limit else ""
     return ", ".join(unique[:limit]) + more
+
+
+def measurement_quality(results: pd.DataFrame) -> pd.DataFrame:
+    """Every local result with how it was measured: processes, interval confidence and method,
+    interference. Flagged results first, then single-process ones, then the rest."""
+    latest = latest_per_config(results)
+    local = latest[latest["origin"] == "local"]
+    order = local.assign(
+        _rank=[0 if f else (1 if not b else 2) for f, b in zip(
+            local["flagged"], local["between_processes"], strict=True)])
+    order = order.sort_values(["_rank", "model", "backend", "mode"]).drop(columns="_rank")
+    return order.assign(ci_confidence_pct=100 * order["ci_confidence"]).reset_index(drop=True)

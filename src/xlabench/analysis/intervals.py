@@ -1,6 +1,15 @@
 """Confidence intervals of a speedup, from the two throughputs it compares.
 
-Two methods, chosen per pair:
+Methods, chosen per pair, best first:
+
+- ``paired t``: both sides are results of two or more processes from the same sweep, with
+  processes in the same rounds (they ran next to each other, interleaved): the t interval of
+  the per-round log ratios, so a drift of the machine that hits both sides cancels
+  (`measure.combine.paired_ratio`).
+- ``welch t``: both sides have two or more processes but no common rounds: Welch's interval of
+  the difference of mean log process medians (`measure.combine.unpaired_ratio`).
+
+Results of a single process (older databases) fall back to what one process can say:
 
 - ``bootstrap``: when both runs stored at least `MIN_BOOTSTRAP_SAMPLES` raw samples, resample
   each run's per-sample throughputs with replacement (independently: the runs are separate
@@ -20,6 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from xlabench.measure import combine
 
 MIN_BOOTSTRAP_SAMPLES = 10  # fewer samples give a bootstrap median too coarse to trust
 BOOTSTRAP_RESAMPLES = 2000
@@ -68,14 +79,34 @@ def _resampled_medians(samples: np.ndarray, rng: np.random.Generator) -> np.ndar
     return np.median(samples[picks], axis=1)
 
 
+def process_level(
+    compiled: tuple[Sequence[float], Sequence[str]], baseline: tuple[Sequence[float], Sequence[str]]
+) -> SpeedupInterval | None:
+    """Paired (same rounds) or Welch t interval from each side's (process medians, rounds)."""
+    (c_sps, c_rounds), (b_sps, b_rounds) = compiled, baseline
+    paired = combine.paired_ratio(dict(zip(c_rounds, c_sps, strict=True)),
+                                  dict(zip(b_rounds, b_sps, strict=True)))
+    found = paired or combine.unpaired_ratio(list(c_sps), list(b_sps))
+    if found is None:
+        return None
+    return SpeedupInterval(found.ratio_low, found.ratio_high, found.diff_low_sps,
+                           found.diff_high_sps, found.method)
+
+
 def speedup_interval(
     compiled_sps: Sequence[float],
     baseline_sps: Sequence[float],
     compiled_ci: tuple[float, float],
     baseline_ci: tuple[float, float],
     rng: np.random.Generator,
+    processes: tuple[tuple[Sequence[float], Sequence[str]],
+                     tuple[Sequence[float], Sequence[str]]] | None = None,
 ) -> SpeedupInterval:
-    """Bootstrap when both runs have enough raw samples, else the CI ends, else none."""
+    """Process-level when both sides have processes to compare, else the bootstrap of samples
+    when both runs have enough of them, else the CI ends, else none."""
+    found = process_level(*processes) if processes else None
+    if found is not None:
+        return found
     if min(len(compiled_sps), len(baseline_sps)) >= MIN_BOOTSTRAP_SAMPLES:
         return bootstrap(compiled_sps, baseline_sps, rng)
     return from_ci_ends(compiled_ci, baseline_ci)

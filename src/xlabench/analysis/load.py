@@ -6,6 +6,8 @@ Derived columns (beside every flat column of `results` and its `id`):
     provenance: a short text for tables, e.g. ``published (study.csv; unsynced, no CI)``.
     gmacs_per_image / gflops_per_image / params_m: costs in the units tables show.
     sample_sps: the raw per-sample throughputs (samples/s), for bootstrap intervals.
+    ci_confidence: the confidence one process's own interval achieves.
+Each row is one worker process; `select.latest_per_config` combines a result's processes.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ def load_results(db_path: str | os.PathLike[str]) -> pd.DataFrame:
 def results_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     """The analysis frame from `ResultStore.rows_with_records()`-style dicts."""
     flat_rows = [_flatten(row) for row in rows]
-    columns = ["id", *(name for name, _ in _FLAT), "steps_per_sample", "sample_s", "misbuilt"]
+    columns = ["id", *(name for name, _ in _FLAT), "steps_per_sample", "sample_s", "misbuilt",
+               "ci_confidence"]
     frame = pd.DataFrame(flat_rows, columns=columns)
     frame = _typed(frame)
     return _derive(frame)
@@ -60,12 +63,14 @@ def _flatten(row: dict[str, Any]) -> dict[str, Any]:
     flat["steps_per_sample"] = throughput.get("steps_per_sample")
     flat["sample_s"] = list(throughput.get("sample_s") or [])
     flat["misbuilt"] = (record.get("provenance") or {}).get("misbuilt", "")
+    flat["ci_confidence"] = throughput.get("ci_confidence")
     return flat
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     """SQL types to pandas ones, so an empty db gives the same dtypes as a full one."""
-    types: dict[str, Any] = {"id": "int64", "steps_per_sample": "float64"}
+    types: dict[str, Any] = {"id": "int64", "steps_per_sample": "float64",
+                             "ci_confidence": "float64"}
     for name, kind in _FLAT:
         if kind.startswith("REAL") or kind == "INTEGER":
             types[name] = "float64"  # nullable numbers: NaN marks "not measured"

@@ -8,6 +8,8 @@ from typing import Any
 import pandas as pd
 
 from xlabench.core import BACKEND_MODES, COMPILED_MODES, UserError
+from xlabench.core.result import ResultPolicy
+from xlabench.measure import combine
 
 #: What identifies one configuration. Rows from different sources (each imported file, or
 #: local runs) never replace each other; the latest successful local run of a config wins.
@@ -63,39 +65,92 @@ def successful(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def latest_per_config(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per configuration: its latest successful run, with its repeats combined.
+    """One row per configuration: its latest result, its processes combined.
 
-    A re-run of the same repeat replaces the older run. Different repeats (`sweep --repeats N`)
-    are separate worker processes, and on a busy or small machine processes differ more than
-    one process's samples do, so one run's CI understates the spread. Their combination: the
-    median of the repeats' throughputs, an interval from the lowest repeat's CI end to the
-    highest's (it covers every repeat), all raw samples pooled, and `repeats` = how many.
+    A result is the set of worker processes stored under one `result_id` (a row from before
+    results had processes is a result of its own). Per configuration and repeat the latest
+    result counts (the one stored last); several repeats of a configuration (`sweep --repeats`)
+    pool their processes. Processes measured under interference are left out when clean ones
+    exist. The combination is `measure.combine`'s, the same the sweep stores: the geometric
+    mean of the process medians with the t interval of their logs (k >= 2), or the one
+    process's own interval (k = 1). Added columns: `processes` (k combined), `processes_total`,
+    `processes_flagged`, `ci_confidence`, `ci_method`, `between_processes`, `flagged` and
+    `flag_reason` (too few clean processes), `process_sps` and `process_rounds` (for paired
+    speedups), and `repeats`.
     """
     ok = successful(results).sort_values("id", kind="mergesort")
-    latest = ok.drop_duplicates([*CONFIG_KEYS, "repeat"], keep="last")
-    counts = latest.groupby(list(CONFIG_KEYS), dropna=False, sort=False)["id"].transform("size")
-    single = latest[counts == 1].assign(repeats=1)
-    if (counts == 1).all():
-        return single
-    grouped = latest[counts > 1].groupby(list(CONFIG_KEYS), dropna=False, sort=False)
-    combined = pd.DataFrame([_combine_repeats(group) for _, group in grouped])
-    both = pd.concat([single, combined.astype(single.dtypes.to_dict(), errors="ignore")])
-    return both.sort_values("id", kind="mergesort")
+    if ok.empty:
+        return ok.assign(**{c: pd.Series(dtype=object) for c in COMBINED_COLUMNS})
+    ok = ok.assign(result_key=[_result_key(r) for r in ok.itertuples()])
+    ok = ok.assign(result_last_id=ok.groupby("result_key")["id"].transform("max"))
+    per_repeat = [*CONFIG_KEYS, "repeat"]
+    last = ok.groupby(per_repeat, dropna=False)["result_last_id"].transform("max")
+    chosen = ok[ok["result_last_id"] == last]
+    grouped = chosen.groupby(list(CONFIG_KEYS), dropna=False, sort=False)
+    combined = pd.DataFrame([_combine_processes(group) for _, group in grouped])
+    combined = combined.astype({k: v for k, v in ok.dtypes.to_dict().items()
+                                if k in combined.columns}, errors="ignore")
+    return combined.drop(columns=["result_key", "result_last_id"]).sort_values(
+        "id", kind="mergesort")
 
 
-def _combine_repeats(runs: pd.DataFrame) -> pd.Series:
-    row = runs.iloc[-1].copy()  # the latest repeat supplies everything not combined below
-    median = float(runs["throughput_sps"].median())
-    low = runs["throughput_sps_ci_low"].fillna(runs["throughput_sps"]).min()
-    high = runs["throughput_sps_ci_high"].fillna(runs["throughput_sps"]).max()
-    row["throughput_sps"] = median
-    row["throughput_sps_ci_low"], row["throughput_sps_ci_high"] = low, high
-    row["rel_ci_halfwidth"] = (high - low) / (2 * median)
-    row["batch_time_ms"] = float(runs["batch_time_ms"].median())
-    row["n_samples"] = runs["n_samples"].sum()
-    row["sample_sps"] = [s for samples in runs["sample_sps"] for s in samples]
-    row["repeats"] = len(runs)
+#: Columns `latest_per_config` adds to a result's row.
+COMBINED_COLUMNS = (
+    "processes", "processes_total", "processes_flagged", "ci_confidence", "ci_method",
+    "between_processes", "flagged", "flag_reason", "process_sps", "process_rounds", "repeats",
+)
+
+
+def _result_key(row: Any) -> str:
+    result_id = getattr(row, "result_id", None)
+    return str(result_id) if isinstance(result_id, str) and result_id else f"row{row.id}"
+
+
+def _combine_processes(runs: pd.DataFrame) -> pd.Series:
+    flagged = runs["interference_flagged"].fillna(0).astype(bool)
+    used = runs[~flagged] if (~flagged).any() else runs
+    row = used.iloc[-1].copy()  # the latest process supplies everything not combined below
+    medians = [float(v) for v in used["throughput_sps"]]
+    if len(used) >= 2:
+        interval = combine.log_t_interval(medians)
+        row["throughput_sps"] = interval.estimate
+        row["throughput_sps_ci_low"], row["throughput_sps_ci_high"] = interval.low, interval.high
+        row["rel_ci_halfwidth"] = interval.rel_halfwidth
+        row["ci_confidence"], row["ci_method"] = interval.confidence, interval.method
+        row["batch_time_ms"] = 1000 * row["batch_size"] / interval.estimate
+    else:
+        row["ci_method"] = "one process: order-statistic interval of its own samples"
+    row["n_samples"] = used["n_samples"].sum()
+    row["sample_sps"] = [s for samples in used["sample_sps"] for s in samples]
+    row["process_sps"] = medians
+    row["process_rounds"] = [_round(r, i) for i, r in enumerate(used.itertuples())]
+    row["processes"], row["processes_total"] = len(used), len(runs)
+    row["processes_flagged"] = int(flagged.sum())
+    row["between_processes"] = len(used) >= 2
+    clean = int((~flagged).sum())
+    row["flagged"] = bool(flagged.any()) and clean < ResultPolicy().min_processes
+    row["flag_reason"] = (f"{clean} clean of {len(runs)} processes; {int(flagged.sum())} "
+                          "measured under interference") if row["flagged"] else ""
+    row["repeats"] = runs["repeat"].nunique()
+    row["provenance"] = _provenance(row)
     return row
+
+
+def _provenance(row: pd.Series) -> str:
+    """The row's provenance, with how many processes made it and whether it is flagged."""
+    text = str(row["provenance"])
+    if row["origin"] == "published":
+        return text
+    text += f"; {row['processes']} process" + ("es" if row["processes"] != 1 else "")
+    return text + ("; FLAGGED: measured under interference" if row["flagged"] else "")
+
+
+def _round(row: Any, position: int) -> str:
+    """A process's sweep round, qualified by its sweep (rounds pair only within one sweep)."""
+    process_round = getattr(row, "process_round", None)
+    if process_round is None or pd.isna(process_round):
+        return f"{row.result_key}:{position}"
+    return f"{row.sweep_id}:{int(process_round)}"
 
 
 def mode_rows(results: pd.DataFrame, backend: str, mode: str) -> pd.DataFrame:

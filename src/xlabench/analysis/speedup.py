@@ -24,7 +24,7 @@ SPEEDUP_METRICS = {  # metric column -> (CI low column, CI high column)
 _SIDE_COLUMNS = (
     "throughput_sps", "throughput_sps_ci_low", "throughput_sps_ci_high", "sample_sps",
     "batch_time_ms", "compile_s", "family", "kind", "parity_passed", "gmacs_per_image",
-    "params_m", "provenance", "id",
+    "params_m", "provenance", "id", "process_sps", "process_rounds", "processes",
 )
 _SHARED = ("family", "kind", "gmacs_per_image", "params_m", "provenance")
 
@@ -71,7 +71,9 @@ def speedup_table(results: pd.DataFrame, comparison: Comparison) -> pd.DataFrame
     table["speedup_rel_pct"] = 100 * (table["speedup_ratio"] - 1)
     table = _with_intervals(table)
     table = break_even_batches(table)
-    drop = [c for c in table.columns if c.startswith(("sample_sps_", "id_", "parity_passed_"))]
+    drop = [c for c in table.columns
+            if c.startswith(("sample_sps_", "id_", "parity_passed_", "process_sps_",
+                             "process_rounds_"))]
     return table.drop(columns=drop).reset_index(drop=True)
 
 
@@ -82,6 +84,8 @@ def _with_intervals(table: pd.DataFrame) -> pd.DataFrame:
             row.sample_sps_compiled, row.sample_sps_baseline,
             (row.throughput_sps_ci_low_compiled, row.throughput_sps_ci_high_compiled),
             (row.throughput_sps_ci_low_baseline, row.throughput_sps_ci_high_baseline), rng,
+            processes=((row.process_sps_compiled, row.process_rounds_compiled),
+                       (row.process_sps_baseline, row.process_rounds_baseline)),
         )
         for row in table.itertuples()
     ]

@@ -3,23 +3,39 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from xlabench.backends import missing_framework
-from xlabench.cli.tables import format_record, format_table, models_output
+from xlabench.cli.tables import format_result, format_table, models_output, result_rows
 from xlabench.core import BACKEND_MODES, PRECISIONS, WEIGHTS, MeasureSettings, Spec, UserError
-from xlabench.runner import DEFAULT_TIMEOUT_S, execute
+from xlabench.core.result import ResultPolicy
+from xlabench.runner import DEFAULT_TIMEOUT_S
 from xlabench.store import DEFAULT_DB, ResultStore
-from xlabench.store.export import full_csv, study_csv
+from xlabench.store.export import full_csv, results_csv, study_csv
+from xlabench.sweep import run_result
+from xlabench.sweep.grid import make_policy, policy_values
 from xlabench.zoo import KINDS, REGISTRY
 
+#: `results --processes`: one row per worker process.
+PROCESS_COLUMNS = (
+    ("id", "id"), ("result_id", "result"), ("process_index", "#"), ("model", "model"),
+    ("backend", "backend"), ("mode", "mode"), ("resolution", "res"), ("batch_size", "batch"),
+    ("precision", "prec"), ("accelerator", "device"), ("status", "status"),
+    ("throughput_sps", "samples/s"), ("rel_ci_halfwidth", "±CI"),
+    ("interference_other_pct", "others %"), ("interference_flagged", "busy"),
+    ("latency_ms_p50", "p50 ms"), ("compile_s", "compile s"), ("parity_passed", "parity"),
+    ("source", "source"), ("error", "reason"),
+)
+#: `results`: one row per result (its processes combined).
 RESULT_COLUMNS = (
     ("id", "id"), ("model", "model"), ("backend", "backend"), ("mode", "mode"),
     ("resolution", "res"), ("batch_size", "batch"), ("precision", "prec"),
-    ("accelerator", "device"), ("status", "status"), ("throughput_sps", "samples/s"),
-    ("rel_ci_halfwidth", "±CI"), ("latency_ms_p50", "p50 ms"), ("compile_s", "compile s"),
+    ("accelerator", "device"), ("status", "status"), ("processes", "k"),
+    ("throughput_sps", "samples/s"), ("rel_ci_halfwidth", "±CI"), ("ci_confidence", "conf"),
+    ("interference", "interference"), ("latency_ms_p50", "p50 ms"), ("compile_s", "compile s"),
     ("parity_passed", "parity"), ("source", "source"), ("error", "reason"),
 )
 
@@ -37,8 +53,9 @@ def add_run(sub: Any) -> None:
     p.add_argument("--tf32", action="store_true", help="allow TF32 for float32 on GPUs")
     p.add_argument("--seed", type=int_arg("seed"), default=0)
     add_measure_args(p)
+    add_policy_args(p, ResultPolicy())
     p.add_argument("--timeout", type=float_arg("timeout"), default=DEFAULT_TIMEOUT_S,
-                   help="seconds before the worker is killed (default %(default)s)")
+                   help="seconds before a worker process is killed (default %(default)s)")
     p.add_argument("--db", default=DEFAULT_DB, help="SQLite results file (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print the record as JSON on stdout")
     p.set_defaults(handler=run_command)
@@ -49,9 +66,42 @@ def add_measure_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target-ci", type=float_arg("target CI"), default=defaults.target_rel_ci,
                    help="stop when the median's 95%% CI is within ± this (default %(default)s)")
     p.add_argument("--budget", type=float_arg("budget"), default=defaults.budget_s,
-                   help="max seconds of sampling per configuration (default %(default)s)")
+                   help="max seconds of sampling per worker process (default %(default)s)")
     p.add_argument("--min-sample-time", type=float_arg("min sample time"),
                    default=defaults.min_sample_s, help="seconds per sample (default %(default)s)")
+
+
+def add_policy_args(p: Any, defaults: ResultPolicy | None) -> None:
+    """How many processes make a result. `defaults` None: flags default to "not given"."""
+    shown = defaults or ResultPolicy()
+    keep = defaults is not None
+    p.add_argument("--processes", type=int_arg("processes"),
+                   default=shown.min_processes if keep else None,
+                   help="fresh worker processes per result, at least "
+                   f"(default {shown.min_processes})")
+    p.add_argument("--max-processes", type=int_arg("max processes"),
+                   default=shown.max_processes if keep else None,
+                   help="add processes up to this many while the combined interval is wider "
+                   f"than --result-target-ci (default {shown.max_processes})")
+    p.add_argument("--result-target-ci", type=float_arg("result target CI"),
+                   default=shown.target_rel_ci if keep else None,
+                   help="target half-width of the combined 95%% interval, relative "
+                   f"(default {shown.target_rel_ci})")
+    p.add_argument("--result-budget", type=float_arg("result budget"),
+                   default=shown.budget_s if keep else None,
+                   help="wall seconds a result's processes may take before no more are added "
+                   f"(default {shown.budget_s:g})")
+    p.add_argument("--rerun-flagged", type=int_arg("rerun flagged"),
+                   default=shown.rerun_flagged if keep else None,
+                   help="extra rounds for processes measured under interference "
+                   f"(default {shown.rerun_flagged})")
+
+
+def policy_from_args(args: argparse.Namespace) -> ResultPolicy:
+    values = {"processes": args.processes, "max_processes": args.max_processes,
+              "result_target_ci": args.result_target_ci, "result_budget": args.result_budget,
+              "rerun_flagged": args.rerun_flagged}
+    return make_policy(policy_values(values))
 
 
 def measure_settings(args: argparse.Namespace) -> MeasureSettings:
@@ -63,8 +113,9 @@ def measure_settings(args: argparse.Namespace) -> MeasureSettings:
 def make_spec(args: argparse.Namespace) -> Spec:
     """Validate the command line against the registry and build the Spec, before any work."""
     entry = REGISTRY.get(args.model)
-    resolution = args.resolution or entry.default_resolution
-    mode = args.mode or BACKEND_MODES[args.backend][-1]
+    # `is None`, not `or`: 0 is a value the user gave (and a bad one), not "not given".
+    resolution = entry.default_resolution if args.resolution is None else args.resolution
+    mode = BACKEND_MODES[args.backend][-1] if args.mode is None else args.mode
     spec = Spec(
         model=entry.name, backend=args.backend, mode=mode, resolution=resolution,
         batch_size=args.batch_size, precision=args.precision, weights=args.weights,
@@ -84,16 +135,18 @@ def make_spec(args: argparse.Namespace) -> Spec:
 
 def run_command(args: argparse.Namespace) -> int:
     spec = make_spec(args)
+    policy = policy_from_args(args)
     with ResultStore(args.db) as store:
-        print(f"running {spec.label()} in a fresh worker (timeout {args.timeout:g} s)...",
-              file=sys.stderr, flush=True)
-        record = execute(spec, store, timeout_s=args.timeout)
+        print(f"running {spec.label()}: at least {policy.min_processes} fresh worker processes "
+              f"(timeout {args.timeout:g} s each)...", file=sys.stderr, flush=True)
+        result, records = run_result(spec, store, policy, sys.stderr, args.timeout)
     if args.json:
-        print(record.to_json())
+        print(json.dumps({"result": result.to_dict(),
+                          "processes": [r.to_dict() for r in records]}, sort_keys=True))
     else:
-        print(format_record(record, args.db))
-    if not record.ok:
-        print(f"xlabench: {spec.label()}: {record.status.value}: {record.error}", file=sys.stderr)
+        print(format_result(result, records, args.db))
+    if result.status != "ok":
+        print(f"xlabench: {spec.label()}: {result.status}: {result.error}", file=sys.stderr)
         return 1
     return 0
 
@@ -103,6 +156,8 @@ def add_results(sub: Any) -> None:
     p.add_argument("--db", default=DEFAULT_DB)
     p.add_argument("--model", default=None, help="only this model")
     p.add_argument("--status", default=None, help="only this status (ok, failed, ...)")
+    p.add_argument("--processes", action="store_true",
+                   help="one row per worker process instead of one per result")
     p.set_defaults(handler=results_command)
 
 
@@ -112,19 +167,25 @@ def results_command(args: argparse.Namespace) -> int:
     if args.model:
         filters["model"] = REGISTRY.get(args.model).name
     with store:
-        rows = store.rows(**filters)
+        rows = store.rows(**filters) if args.processes else result_rows(store, **filters)
     if not rows:
         print(f"no results in {args.db}" + (f" matching {filters}" if filters else ""))
         return 0
-    print(format_table(rows, RESULT_COLUMNS))
+    print(format_table(rows, PROCESS_COLUMNS if args.processes else RESULT_COLUMNS))
+    flagged = [r for r in rows if r.get("interference") or r.get("interference_flagged")]
+    if flagged:
+        print(f"{len(flagged)} measured under interference (another process used the CPUs); "
+              "see `xlabench results --processes`")
     return 0
 
 
 def add_export(sub: Any) -> None:
     p = sub.add_parser("export", help="export stored results as CSV")
     p.add_argument("--db", default=DEFAULT_DB)
-    p.add_argument("--format", choices=("study-csv", "csv"), default="csv",
-                   help="study-csv: the 2023 study's columns; csv: every stored field")
+    p.add_argument("--format", choices=("study-csv", "csv", "results-csv"), default="csv",
+                   help="study-csv: the 2023 study's columns, one row per result; csv: every "
+                   "stored field, one row per worker process; results-csv: one row per result "
+                   "(its processes combined, with interval, confidence and interference)")
     p.add_argument("--out", required=True, help="output file ('-' for stdout)")
     p.set_defaults(handler=export_command)
 
@@ -132,7 +193,9 @@ def add_export(sub: Any) -> None:
 def export_command(args: argparse.Namespace) -> int:
     with open_existing(args.db) as store:
         if args.format == "study-csv":
-            text = study_csv(store.rows())
+            text = study_csv(result_rows(store))
+        elif args.format == "results-csv":
+            text = results_csv(result_rows(store))
         else:
             text = full_csv(store.rows_with_records())
     write_output(args.out, text)

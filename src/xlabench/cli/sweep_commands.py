@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from xlabench.cli.commands import add_measure_args
+from xlabench.cli.commands import add_measure_args, add_policy_args
 from xlabench.sweep import PRESETS, Sweep, build_config, format_plan, format_summary, load_toml
 from xlabench.sweep.grid import EXECUTORS, SweepConfig
 
@@ -18,6 +18,9 @@ OVERRIDES = (
     ("timeout", "timeout"), ("executor", "executor"), ("workers", "workers"),
     ("ray_address", "ray_address"), ("log_wandb", "log_wandb"), ("log_mlflow", "log_mlflow"),
     ("target_ci", "target_ci"), ("budget", "budget"), ("min_sample_time", "min_sample_time"),
+    ("processes", "processes"), ("max_processes", "max_processes"),
+    ("result_target_ci", "result_target_ci"), ("result_budget", "result_budget"),
+    ("rerun_flagged", "rerun_flagged"),
 )
 
 
@@ -25,8 +28,9 @@ def add_sweep(sub: Any) -> None:
     p = sub.add_parser(
         "sweep", help="run a grid of configurations (resumable; local or on Ray)",
         description="Run models x resolutions x batch sizes x backends x modes x precisions x "
-        "repeats, one isolated worker per configuration, every result stored. Settings come "
-        "from --preset, then --config, then flags (later wins). Running the same command "
+        "repeats; each configuration's result is several isolated worker processes, run "
+        "interleaved with the other modes of the same model, every process stored. Settings "
+        "come from --preset, then --config, then flags (later wins). Running the same command "
         "again skips configurations that already succeeded in this environment.",
     )
     p.add_argument("--preset", choices=list(PRESETS), default=None,
@@ -64,6 +68,8 @@ def add_sweep(sub: Any) -> None:
                      help="print the plan and a time estimate; run nothing")
     measure = p.add_argument_group("measurement")
     add_measure_args(measure)
+    processes = p.add_argument_group("processes per result")
+    add_policy_args(processes, None)
     # None = not given, so the preset's or the file's measurement settings stay.
     p.set_defaults(handler=sweep_command, target_ci=None, budget=None, min_sample_time=None)
 

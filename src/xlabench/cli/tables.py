@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from xlabench.core import Record
+from xlabench.core.result import Result, interference_reason
+from xlabench.store import ResultStore
 
 
 def _cell(key: str, value: Any) -> str:
@@ -18,6 +20,12 @@ def _cell(key: str, value: Any) -> str:
         return f"{100 * value:.1f}%"
     if key == "parity_passed":
         return "pass" if value else "FAIL"
+    if key == "ci_confidence":
+        return f"{100 * value:.0f}%"
+    if key == "interference":
+        return "FLAGGED" if value else ""
+    if key == "interference_flagged":
+        return "BUSY" if value else ""
     if key == "error":
         text = str(value)
         return text if len(text) <= 60 else text[:57] + "..."
@@ -36,6 +44,52 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, st
     return "\n".join(lines)
 
 
+def result_rows(store: ResultStore, **filters: Any) -> list[dict[str, Any]]:
+    """One row per result (see `ResultStore.result_rows`)."""
+    return store.result_rows(**filters)
+
+
+def format_result(result: Result, records: Sequence[Record], db: str | None = None) -> str:
+    """The combined result, then one line per process."""
+    lines = []
+    spec = records[-1].spec if records else None
+    head = spec.label() if spec else result.spec_id
+    if result.median_sps is None:
+        lines.append(f"{head}: {result.status} ({result.error})")
+    else:
+        conf = f"{100 * (result.ci_confidence or 0):.0f}%"
+        target = "target met" if result.target_met else "target NOT met"
+        lines.append(
+            f"{head}: {result.median_sps:.2f} samples/s  ({conf} interval "
+            f"{result.ci_low_sps:.2f}-{result.ci_high_sps:.2f}, "
+            f"±{100 * (result.rel_ci_halfwidth or 0):.1f}%, {target})")
+        lines.append(f"  from {result.k} of {result.k_total} processes: {result.ci_method}")
+    if result.flagged:
+        lines.append(f"  FLAGGED: {result.flag_reason}")
+    for record in records:
+        lines.append(_process_line(record))
+    if records and records[-1].ok:
+        lines.append(format_record(records[-1]).split("\n", 1)[-1].replace(
+            "  throughput", "  last process: throughput", 1))
+    if db:
+        lines.append(f"  stored in {db} (result {result.result_id})")
+    return "\n".join(lines)
+
+
+def _process_line(record: Record) -> str:
+    number = f"process {record.process.index + 1} (round {record.process.round})"
+    if not record.ok or record.throughput is None:
+        return f"  {number}: {record.status.value}: {record.error}"
+    tp, figures = record.throughput, record.interference
+    others = "" if figures is None else f", others used {100 * figures.other_frac:.0f}% of its CPUs"
+    why = interference_reason(figures)
+    mark = f"  FLAGGED: {why}" if why else ""
+    relaxed = record.process.sampling_target_rel_ci
+    sampling = f", sampled to ±{100 * relaxed:.1f}%" if relaxed else ""
+    return (f"  {number}: {tp.median_sps:.2f} samples/s ±{100 * (tp.rel_ci_halfwidth or 0):.1f}%"
+            f" ({len(tp.sample_s)} samples{sampling}{others}){mark}")
+
+
 def format_record(record: Record, db: str | None = None) -> str:
     """A short human summary of one record."""
     spec = record.spec
@@ -44,8 +98,9 @@ def format_record(record: Record, db: str | None = None) -> str:
     tp, lat, warm = record.throughput, record.latency, record.warmup
     if tp:
         target = "target met" if tp.target_met else "target NOT met"
+        conf = f"{100 * tp.ci_confidence:.0f}%" if tp.ci_confidence is not None else "no"
         lines.append(
-            f"  throughput {tp.median_sps:.2f} samples/s  (95% CI {tp.ci_low_sps:.2f}-"
+            f"  throughput {tp.median_sps:.2f} samples/s  ({conf} CI {tp.ci_low_sps:.2f}-"
             f"{tp.ci_high_sps:.2f}, ±{100 * tp.rel_ci_halfwidth:.1f}%, {len(tp.sample_s)} samples "
             f"of {tp.steps_per_sample} batches, {target})"
         )

@@ -87,6 +87,44 @@ class Memory:
 
 
 @dataclass(frozen=True)
+class Interference:
+    """What else used this worker's CPUs during its timed phases (calibration, samples, latency).
+
+    From /proc/stat (busy and steal time of the CPUs the worker may run on) and the worker's own
+    CPU time (/proc/self/stat, threads and waited-for children included), over the same wall
+    time. Fractions are of the CPUs' capacity: 1.0 = every allowed CPU busy for the whole phase.
+    Whether these figures flag the process is policy, decided in `core.result`.
+    """
+
+    wall_s: float
+    cpus: tuple[int, ...]
+    busy_frac: float  # all processes (and the kernel) on those CPUs
+    own_frac: float  # this worker
+    other_frac: float  # busy minus own: other processes on the same CPUs
+    steal_frac: float  # time the hypervisor gave those CPUs to other guests
+    cpu_mhz_start: float | None = None  # mean current frequency, where the kernel shows one
+    cpu_mhz_end: float | None = None
+    mhz_source: str = ""
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """Where this worker process sits in its result (a result is several processes).
+
+    `result_id` groups the processes combined into one figure; `round` is the sweep round the
+    process ran in (processes of one model's configurations with the same round ran next to
+    each other, and speedups pair them); `sampling_target_rel_ci` is set when the scheduler
+    let this process stop sampling early because the between-process spread dominates.
+    """
+
+    result_id: str = ""
+    index: int = 0
+    round: int = 0
+    sampling_target_rel_ci: float | None = None
+    sampling_reason: str = ""
+
+
+@dataclass(frozen=True)
 class Record:
     """Everything known about one run of one Spec. Built by the worker or by the parent."""
 
@@ -111,6 +149,8 @@ class Record:
     beside: tuple[str, ...] = ()  # other configurations running at the same time
     source: str = "local"  # local, or where an imported row came from
     provenance: dict[str, Any] = field(default_factory=dict)
+    interference: Interference | None = None  # None: not measured (old records, failures)
+    process: ProcessInfo = field(default_factory=ProcessInfo)
 
     @property
     def spec_id(self) -> str:
@@ -139,6 +179,8 @@ class Record:
             "parity": Parity,
             "costs": Costs,
             "memory": Memory,
+            "interference": Interference,
+            "process": ProcessInfo,
         }
         for key, kind in nested.items():
             if data.get(key) is not None:

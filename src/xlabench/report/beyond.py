@@ -14,6 +14,7 @@ from xlabench.analysis import (
     eager_graph_xla_decomposition,
     failed_runs,
     failures_by_reason,
+    measurement_quality,
     parity_failures,
     throughput_vs_batch_size,
 )
@@ -208,6 +209,33 @@ def health_finding(ctx: Context) -> Finding:
     return Finding("health", title, summary, charts, tables, part="beyond")
 
 
+def quality_finding(ctx: Context) -> Finding:
+    """How each local number was measured: processes, interval confidence, interference."""
+    title = "How each number was measured: processes, confidence, interference"
+    frame = measurement_quality(ctx.results)
+    if frame.empty:
+        return Finding("quality", title, part="beyond", empty="No local results.")
+    flagged = int(frame["flagged"].sum())
+    single = int((~frame["between_processes"].astype(bool)).sum())
+    summary = [
+        f"{len(frame)} local results: {len(frame) - single} combine two or more fresh worker "
+        f"processes (interval between processes, 95%), {single} come from one process (its "
+        "interval describes that process only, with the confidence its samples allow).",
+        f"{flagged} results are FLAGGED: too few of their processes ran on a quiet machine "
+        "(another process used their CPUs during timing). Their numbers are shown, marked, "
+        "and should not be trusted." if flagged else
+        "No result is flagged for interference.",
+    ]
+    columns = (
+        *PAIR_COLUMNS, Column("backend", "backend"), Column("mode", "mode"), SPS,
+        Column("ci_confidence_pct", "confidence", "share"), Column("processes", "processes", "int"),
+        Column("processes_total", "of", "int"), Column("processes_flagged", "flagged", "int"),
+        Column("ci_method", "interval", "text"), Column("flag_reason", "interference", "text"),
+    )
+    return Finding("quality", title, summary, [], [Table("Results", frame, columns)],
+                   part="beyond")
+
+
 def batch_size_finding(ctx: Context) -> Finding:
     """Throughput against batch size, for configurations measured at several."""
     title = "Throughput against batch size"
@@ -291,6 +319,7 @@ def backends_finding(ctx: Context) -> Finding:
 def beyond_findings(ctx: Context) -> list[Finding]:
     """Everything the report adds to the study."""
     return [
-        decomposition_finding(ctx), speedup_ci_finding(ctx), compile_finding(ctx),
-        health_finding(ctx), batch_size_finding(ctx), gflops_finding(ctx), backends_finding(ctx),
+        quality_finding(ctx), decomposition_finding(ctx), speedup_ci_finding(ctx),
+        compile_finding(ctx), health_finding(ctx), batch_size_finding(ctx), gflops_finding(ctx),
+        backends_finding(ctx),
     ]

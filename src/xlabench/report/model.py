@@ -45,7 +45,7 @@ class Context:
     resolution: int | None
 
 
-SPS = Column("throughput_sps", "samples/s [95% CI]", "sps",
+SPS = Column("throughput_sps", "samples/s [CI]", "sps",
              ci=("throughput_sps_ci_low", "throughput_sps_ci_high"))
 PROVENANCE = Column("provenance", "provenance", "text")
 NOISE = Column("within_noise", "order vs neighbours", "noise")

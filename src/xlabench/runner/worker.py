@@ -11,6 +11,7 @@ the interpreter leaves no record, and the parent turns that into one.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import resource
@@ -36,9 +37,10 @@ from xlabench.core import (
     failure,
     utc_now,
 )
+from xlabench.core.result import SAMPLING_TARGET_ENV
 from xlabench.measure import env as envinfo
+from xlabench.measure import interference, stats, summarize, timing
 from xlabench.measure import parity as paritylib
-from xlabench.measure import stats, summarize, timing
 from xlabench.zoo import REGISTRY, build_model
 
 DTYPE_POLICY = {"fp32": "float32", "bf16": "bfloat16", "mixed": "mixed_bfloat16"}
@@ -125,8 +127,19 @@ def _measure(spec: Spec, entry: Any, want_costs: bool) -> Record:
         throughput=timed["throughput"], latency=timed["latency"], warmup=warmup,
         parity=parity, costs=costs, memory=memory, env={"runtime": runtime},
         backend_info={**runner.info, "warmup_steady": timed["warmup"].steady},
-        sync=backend.SYNC,
+        sync=backend.SYNC, interference=timed["interference"],
     )
+
+
+def sampling_settings(spec: Spec) -> Any:
+    """The spec's measure settings, with the sampling target the scheduler may have relaxed for
+    this process (SAMPLING_TARGET_ENV): once the between-process spread is known, sampling one
+    process far below it buys nothing. The spec, and so its id, is unchanged."""
+    relaxed = os.environ.get(SAMPLING_TARGET_ENV)
+    if not relaxed:
+        return spec.measure
+    target = min(0.5, max(spec.measure.target_rel_ci, float(relaxed)))
+    return dataclasses.replace(spec.measure, target_rel_ci=target)
 
 
 @contextlib.contextmanager
@@ -147,16 +160,22 @@ def _inject_fault(fault: str) -> None:
 
 
 def _time_runner(spec: Spec, backend: Any, runner: Runner) -> dict[str, Any]:
-    """Warm-up, calibration, samples, latency: the method of measure.timing, in order."""
-    settings = spec.measure
+    """Warm-up, calibration, samples, latency: the method of measure.timing, in order.
+
+    What else used this worker's CPUs is measured over the timed phases (calibration, samples,
+    latency), the part of the run whose numbers are reported.
+    """
+    settings = sampling_settings(spec)
     warm = timing.warm_up(runner.step, backend.sync, settings)
     step_s = stats.median(warm.step_s[-3:])
+    before = interference.snapshot()
     steps = timing.calibrate(runner.step, backend.sync, settings, step_s)
     samples = timing.collect_samples(runner.step, backend.sync, settings, steps)
     latency_s = timing.time_latency(
         runner.step, backend.sync, settings.latency_steps, budget_s=max(1.0, settings.budget_s / 4)
     )
     return {
+        "interference": interference.between(before, interference.snapshot()),
         "warmup": warm,
         "throughput": summarize.throughput_stats(
             spec.batch_size, samples.steps_per_sample, samples.sample_s, samples.target_met

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
@@ -10,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.core import Record, UserError, utc_now
+from xlabench.core.result import Result, ResultPolicy, interference_reason
 from xlabench.store.schema import (
     APPLICATION,
+    COMBINED_COLUMNS,
     CREATE_STATEMENTS,
     MIGRATIONS,
     RESULT_COLUMNS,
@@ -21,6 +24,7 @@ from xlabench.store.schema import (
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DEFAULT_DB = "xlabench.db"
 COLUMN_NAMES = tuple(name for name, _ in RESULT_COLUMNS)
+COMBINED_NAMES = tuple(name for name, _ in COMBINED_COLUMNS)
 
 
 def check_db_file(path: Path) -> bool:
@@ -126,7 +130,7 @@ class ResultStore:
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         return int(row[0])
 
-    # ----------------------------------------------------------------- results
+    # ---------------------------------------------------------------- processes
     def save(self, record: Record, sweep_id: str | None = None) -> int:
         """Store one record; returns its row id."""
         return self.save_many([record], sweep_id)[0]
@@ -164,14 +168,66 @@ class ResultStore:
         return self._conn.execute(sql, list(filters.values())).fetchall()
 
     def completed_spec_ids(self, env_ids: Iterable[str]) -> set[str]:
-        """Spec ids with a successful local result in any of the given environments."""
+        """Spec ids with a finished result in any of the given environments: a complete
+        combined result, or a successful v1 row (one process; kept, not silently re-run)."""
         env_list = list(env_ids)
         if not env_list:
             return set()
         marks = ", ".join("?" for _ in env_list)
-        sql = (f"SELECT DISTINCT spec_id FROM results WHERE status = 'ok' AND source = 'local' "
-               f"AND env_id IN ({marks})")
-        return {row[0] for row in self._conn.execute(sql, env_list)}
+        legacy = (f"SELECT DISTINCT spec_id FROM results WHERE status = 'ok' AND source = 'local' "
+                  f"AND result_id IS NULL AND env_id IN ({marks})")
+        combined = (f"SELECT DISTINCT spec_id FROM combined_results WHERE complete = 1 "
+                    f"AND status = 'ok' AND env_id IN ({marks})")
+        found = {row[0] for row in self._conn.execute(legacy, env_list)}
+        return found | {row[0] for row in self._conn.execute(combined, env_list)}
+
+    def processes(self, result_id: str) -> list[Record]:
+        """The process records of one result, in the order they were stored."""
+        return self.records(result_id=result_id)
+
+    # ------------------------------------------------------------------ results
+    def save_result(
+        self, result: Result, policy: ResultPolicy, complete: bool, sweep_id: str | None = None
+    ) -> None:
+        """Store (or update) the combined figure of a result."""
+        row = result_to_row(result, policy, complete, sweep_id)
+        placeholders = ", ".join("?" for _ in COMBINED_NAMES)
+        sql = (f"INSERT OR REPLACE INTO combined_results ({', '.join(COMBINED_NAMES)}) "
+               f"VALUES ({placeholders})")
+        with self._transaction() as conn:
+            conn.execute(sql, [row[c] for c in COMBINED_NAMES])
+
+    def result_rows(self, **filters: Any) -> list[dict[str, Any]]:
+        """One flat row per result, oldest first: its latest process's columns with the
+        combined figures in place of that process's own (throughput, interval, confidence),
+        plus `processes` ("3" or "3 of 4"), `ci_method`, `interference` (why the result is
+        flagged, or ""). A row from before results had processes is a result of one process.
+        `status` filters the results' status; other filters the processes'."""
+        status = filters.pop("status", None)
+        rows = self.rows_with_records(**filters)
+        combined = {r.result_id: r for r in self.combined()}
+        latest: dict[str, dict[str, Any]] = {}
+        out: list[dict[str, Any]] = []
+        for row in rows:
+            if row["result_id"] is None:
+                out.append(_legacy_result_row(row))
+            else:
+                latest[row["result_id"]] = row  # rows come oldest first: the last one wins
+        for result_id, row in latest.items():
+            result = combined.get(result_id)
+            out.append(_result_row(row, result) if result else _legacy_result_row(row))
+        out.sort(key=lambda r: r["id"])
+        return [r for r in out if status is None or r["status"] == status]
+
+    def combined(self, **filters: Any) -> list[Result]:
+        """Stored combined results, oldest first."""
+        unknown = set(filters) - set(COMBINED_NAMES)
+        if unknown:
+            raise ValueError(f"unknown filter columns {sorted(unknown)}")
+        where = " AND ".join(f"{k} = ?" for k in filters)
+        sql = ("SELECT result_json FROM combined_results" + (f" WHERE {where}" if where else "")
+               + " ORDER BY rowid")
+        return [Result.from_json(r[0]) for r in self._conn.execute(sql, list(filters.values()))]
 
     def count(self) -> int:
         return int(self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
@@ -224,4 +280,61 @@ def record_to_row(record: Record, sweep_id: str | None) -> dict[str, Any]:
         "parity_max_rel_diff": par and par.max_rel_diff,
         "synced": int(bool(record.sync)), "sweep_id": sweep_id,
         "record_json": record.to_json(),
+        **_process_columns(record),
+    }
+
+
+def _legacy_result_row(row: dict[str, Any]) -> dict[str, Any]:
+    record = json.loads(row["record_json"])
+    throughput = record.get("throughput") or {}
+    flat = {k: v for k, v in row.items() if k != "record_json"}
+    why = interference_reason(Record.from_dict(record).interference) if row["result_id"] else None
+    return {**flat, "processes": "1", "ci_confidence": throughput.get("ci_confidence"),
+            "ci_method": "one process: order-statistic interval of its own samples",
+            "interference": why or ""}
+
+
+def _result_row(row: dict[str, Any], result: Result) -> dict[str, Any]:
+    flat = {k: v for k, v in row.items() if k != "record_json"}
+    shown = str(result.k) if result.k == result.k_total else f"{result.k} of {result.k_total}"
+    if result.status != "ok":
+        return {**flat, "status": result.status, "error": result.error, "processes": shown,
+                "ci_confidence": None, "ci_method": "", "interference": result.flag_reason}
+    return {
+        **flat, "status": "ok", "error": None, "processes": shown,
+        "throughput_sps": result.median_sps, "throughput_sps_ci_low": result.ci_low_sps,
+        "throughput_sps_ci_high": result.ci_high_sps, "rel_ci_halfwidth": result.rel_ci_halfwidth,
+        "precision_target_met": int(result.target_met), "ci_confidence": result.ci_confidence,
+        "ci_method": result.ci_method, "interference": result.flag_reason,
+        "batch_time_ms": 1000 * row["batch_size"] / result.median_sps,
+    }
+
+
+def _process_columns(record: Record) -> dict[str, Any]:
+    figures, process = record.interference, record.process
+    return {
+        "result_id": process.result_id or None,
+        "process_index": process.index if process.result_id else None,
+        "process_round": process.round if process.result_id else None,
+        "interference_other_pct": None if figures is None else 100 * figures.other_frac,
+        "interference_steal_pct": None if figures is None else 100 * figures.steal_frac,
+        "interference_flagged": None if figures is None
+        else int(interference_reason(figures) is not None),
+    }
+
+
+def result_to_row(
+    result: Result, policy: ResultPolicy, complete: bool, sweep_id: str | None
+) -> dict[str, Any]:
+    return {
+        "result_id": result.result_id, "spec_id": result.spec_id, "env_id": result.env_id,
+        "sweep_id": sweep_id, "updated_at": utc_now(), "status": result.status,
+        "complete": int(complete), "k": result.k, "k_total": result.k_total,
+        "k_flagged": result.k_flagged, "throughput_sps": result.median_sps,
+        "throughput_sps_ci_low": result.ci_low_sps, "throughput_sps_ci_high": result.ci_high_sps,
+        "ci_confidence": result.ci_confidence, "ci_method": result.ci_method,
+        "target_met": int(result.target_met), "flagged": int(result.flagged),
+        "flag_reason": result.flag_reason,
+        "policy_json": json.dumps(policy.to_dict(), sort_keys=True),
+        "result_json": result.to_json(),
     }

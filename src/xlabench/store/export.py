@@ -44,6 +44,22 @@ def study_csv(rows: Iterable[dict[str, Any]]) -> str:
     return _csv(STUDY_COLUMNS, ok_rows)
 
 
+RESULT_CSV_COLUMNS = (
+    "id", "result_id", "spec_id", "env_id", "model", "family", "kind", "backend", "mode",
+    "resolution", "batch_size", "precision", "accelerator", "status", "error", "processes",
+    "throughput_sps", "throughput_sps_ci_low", "throughput_sps_ci_high", "ci_confidence",
+    "ci_method", "precision_target_met", "interference", "latency_ms_p50", "latency_ms_p99",
+    "compile_s", "parity_passed", "params", "macs_per_image", "source",
+)
+
+
+def results_csv(result_rows: Iterable[dict[str, Any]]) -> str:
+    """One row per result (`ResultStore.result_rows`): the combined figure and its interval,
+    its confidence and method, how many processes, and why it is flagged (`interference`)."""
+    rows = [{c: r.get(c) for c in RESULT_CSV_COLUMNS} for r in result_rows]
+    return _csv(RESULT_CSV_COLUMNS, rows)
+
+
 def full_csv(rows_with_records: Iterable[dict[str, Any]]) -> str:
     """Every stored column, plus the spec, raw samples, environment and error detail."""
     rows = []

@@ -6,7 +6,7 @@ Record as JSON (raw samples, environment) so nothing measured is ever lost.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION = "xlabench"
 
 #: Flat columns of `results` derived from a Record, in order, with their SQL types.
@@ -53,7 +53,44 @@ RESULT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("synced", "INTEGER NOT NULL"),
     ("sweep_id", "TEXT"),
     ("record_json", "TEXT NOT NULL"),
+    # v2: a result is several processes. NULL result_id: a v1 row, a result of its own (k = 1).
+    ("result_id", "TEXT"),
+    ("process_index", "INTEGER"),
+    ("process_round", "INTEGER"),
+    ("interference_other_pct", "REAL"),
+    ("interference_steal_pct", "REAL"),
+    ("interference_flagged", "INTEGER"),
 )
+#: Columns added by v2 (the migration adds them to a v1 table).
+V2_RESULT_COLUMNS = RESULT_COLUMNS[-6:]
+
+#: One row per result: the combined figure of its processes (the Result as JSON beside it).
+COMBINED_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("result_id", "TEXT PRIMARY KEY"),
+    ("spec_id", "TEXT NOT NULL"),
+    ("env_id", "TEXT NOT NULL"),
+    ("sweep_id", "TEXT"),
+    ("updated_at", "TEXT NOT NULL"),
+    ("status", "TEXT NOT NULL"),
+    ("complete", "INTEGER NOT NULL"),
+    ("k", "INTEGER NOT NULL"),
+    ("k_total", "INTEGER NOT NULL"),
+    ("k_flagged", "INTEGER NOT NULL"),
+    ("throughput_sps", "REAL"),
+    ("throughput_sps_ci_low", "REAL"),
+    ("throughput_sps_ci_high", "REAL"),
+    ("ci_confidence", "REAL"),
+    ("ci_method", "TEXT NOT NULL"),
+    ("target_met", "INTEGER NOT NULL"),
+    ("flagged", "INTEGER NOT NULL"),
+    ("flag_reason", "TEXT NOT NULL"),
+    ("policy_json", "TEXT NOT NULL"),
+    ("result_json", "TEXT NOT NULL"),
+)
+_COMBINED_TABLE = ("CREATE TABLE combined_results ("
+                   + ", ".join(f"{name} {kind}" for name, kind in COMBINED_COLUMNS) + ")")
+_COMBINED_INDEX = "CREATE INDEX combined_spec ON combined_results (spec_id, env_id)"
+_RESULT_INDEX = "CREATE INDEX results_result ON results (result_id)"
 
 CREATE_STATEMENTS: tuple[str, ...] = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -66,7 +103,17 @@ CREATE_STATEMENTS: tuple[str, ...] = (
     "CREATE TABLE model_costs (model TEXT NOT NULL, resolution INTEGER NOT NULL, "
     "params INTEGER, macs_per_image REAL, flops_per_image REAL, method TEXT NOT NULL, "
     "created_at TEXT NOT NULL, PRIMARY KEY (model, resolution))",
+    _COMBINED_TABLE,
+    _COMBINED_INDEX,
+    _RESULT_INDEX,
 )
 
 #: MIGRATIONS[v] upgrades a database at version v to v + 1.
-MIGRATIONS: dict[int, tuple[str, ...]] = {}
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        *(f"ALTER TABLE results ADD COLUMN {name} {kind}" for name, kind in V2_RESULT_COLUMNS),
+        _COMBINED_TABLE,
+        _COMBINED_INDEX,
+        _RESULT_INDEX,
+    ),
+}

@@ -11,7 +11,7 @@ from xlabench.sweep.grid import (
 )
 from xlabench.sweep.plan import Plan, format_plan
 from xlabench.sweep.progress import SweepSummary, format_summary
-from xlabench.sweep.run import Sweep, run_sweep
+from xlabench.sweep.run import Sweep, run_result, run_sweep
 
 __all__ = [
     "PRESETS",
@@ -26,5 +26,6 @@ __all__ = [
     "format_plan",
     "format_summary",
     "load_toml",
+    "run_result",
     "run_sweep",
 ]

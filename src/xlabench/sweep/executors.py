@@ -45,6 +45,9 @@ class Hooks(Protocol):
     def started(self, spec: Spec) -> None:
         """Called when `spec` is handed to a worker (for progress)."""
 
+    def process_env(self, spec: Spec) -> dict[str, str]:
+        """Extra environment for this spec's next worker process (the scheduler's settings)."""
+
 
 class Executor(Protocol):
     workers: int
@@ -100,7 +103,9 @@ class LocalExecutor:
                 job = _Job(pending.popleft(), False, time.monotonic())
                 job.wanted_costs = hooks.want_costs(job.spec)
                 beside = tuple(j.label for j in running.values())
-                placement = dataclasses.replace(self.slots[slot], beside=beside)
+                base = self.slots[slot]
+                placement = dataclasses.replace(
+                    base, beside=beside, env={**base.env, **hooks.process_env(job.spec)})
                 running[slot] = job
                 history.append(job)
                 self._launch(slot, job, placement, results)
@@ -278,7 +283,8 @@ class RayExecutor:
                 while pending and len(running) < self.workers:
                     spec = pending.popleft()
                     wanted = hooks.want_costs(spec)
-                    ref = self._task.remote(spec.to_dict(), self.timeout_s, wanted)
+                    ref = self._task.remote(spec.to_dict(), self.timeout_s, wanted,
+                                            hooks.process_env(spec))
                     running[ref] = (spec, wanted)
                     hooks.started(spec)
                 ready, _ = self.ray.wait(list(running), num_returns=1)
@@ -349,10 +355,13 @@ def _ray_gpu_as_placement() -> Iterator[Placement]:
             os.environ["CUDA_VISIBLE_DEVICES"] = visible
 
 
-def _ray_run(spec_dict: dict[str, Any], timeout_s: float, want_costs: bool) -> dict[str, Any]:
+def _ray_run(
+    spec_dict: dict[str, Any], timeout_s: float, want_costs: bool, env: dict[str, str]
+) -> dict[str, Any]:
     """The Ray task: one isolated worker (plus costs if asked), on whatever node Ray chose."""
     spec = Spec.from_dict(spec_dict)
     with _ray_gpu_as_placement() as placement:
+        placement = dataclasses.replace(placement, env={**placement.env, **env})
         return run_with_costs(spec, timeout_s, want_costs, placement).to_dict()
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.core import BACKEND_MODES, PRECISIONS, MeasureSettings, Spec, UserError
+from xlabench.core.result import ResultPolicy
+from xlabench.core.spec import RESOLUTION_RANGE
 from xlabench.store import DEFAULT_DB
 from xlabench.store.importer import STUDY_BUILT_AS
 from xlabench.zoo import KINDS, REGISTRY, ModelEntry
@@ -91,6 +93,7 @@ class SweepConfig:
     log_wandb: bool = False
     log_mlflow: str | None = None  # "" = MLflow's default tracking URI
     preset: str | None = None
+    policy: ResultPolicy = field(default_factory=ResultPolicy)
 
     def __post_init__(self) -> None:
         if not self.parts:
@@ -171,6 +174,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         },),
         "timeout_s": 600.0,
         "db": "demo.db",
+        # three processes per configuration and no more: the demo shows the method, in minutes
+        "policy": {"min_processes": 3, "max_processes": 3, "rerun_flagged": 1},
     },
 }
 
@@ -179,10 +184,14 @@ PRESETS: dict[str, dict[str, Any]] = {
 PART_KEYS = ("models", "families", "kinds", "resolutions", "batch_sizes", "backends", "modes",
              "precisions", "repeats")
 RUN_KEYS = ("db", "timeout", "executor", "workers", "ray_address", "log_wandb", "log_mlflow")
+#: How many processes make a result (ResultPolicy): key -> field.
+POLICY_KEYS = {"processes": "min_processes", "max_processes": "max_processes",
+               "result_target_ci": "target_rel_ci", "result_budget": "budget_s",
+               "rerun_flagged": "rerun_flagged"}
 #: Measurement keys: the CLI flag names, plus a [measure] table of MeasureSettings fields.
 MEASURE_FLAG_KEYS = {"target_ci": "target_rel_ci", "budget": "budget_s",
                      "min_sample_time": "min_sample_s"}
-TOML_KEYS = ("preset", *PART_KEYS, *RUN_KEYS, *MEASURE_FLAG_KEYS, "measure")
+TOML_KEYS = ("preset", *PART_KEYS, *RUN_KEYS, *POLICY_KEYS, *MEASURE_FLAG_KEYS, "measure")
 
 
 def build_config(
@@ -207,17 +216,41 @@ def build_config(
     preset = preset or named[1] or named[0]
     base = _preset(preset)
     parts = [dict(p) for p in base.get("parts", ({},))]
-    run = {k: v for k, v in base.items() if k != "parts"}
+    run = {k: v for k, v in base.items() if k not in ("parts", "policy")}
+    policy = dict(base.get("policy", {}))
     for layer in layers:
         unknown = sorted(set(layer) - set(TOML_KEYS))
         if unknown:
             raise UserError(f"unknown sweep setting {unknown[0]!r}; known: {', '.join(TOML_KEYS)}")
         parts = [_override_part(part, layer) for part in parts]
         run.update(_run_values(layer))
+        policy.update(policy_values(layer))
     kept = tuple(GridPart(**p) for p in parts if p is not None)
     if not kept:
         raise UserError("the grid is empty: the model filters exclude every part of the preset")
-    return SweepConfig(parts=kept, preset=preset, **run)
+    return SweepConfig(parts=kept, preset=preset, policy=make_policy(policy), **run)
+
+
+def policy_values(layer: Mapping[str, Any]) -> dict[str, Any]:
+    """ResultPolicy fields from flag/TOML keys (processes, max_processes, ...)."""
+    values: dict[str, Any] = {}
+    for key, name in POLICY_KEYS.items():
+        if key not in layer or layer[key] is None:
+            continue
+        if key in ("result_target_ci", "result_budget"):
+            values[name] = _number(key.replace("_", " "), layer[key])
+        else:
+            values[name] = _integer(key.replace("_", " "), layer[key])
+    return values
+
+
+def make_policy(values: Mapping[str, Any]) -> ResultPolicy:
+    """A ResultPolicy; `processes` alone above the default maximum raises the maximum with it."""
+    values = dict(values)
+    minimum = values.get("min_processes", ResultPolicy.min_processes)
+    if "max_processes" not in values and minimum > ResultPolicy.max_processes:
+        values["max_processes"] = minimum
+    return ResultPolicy(**values)
 
 
 def _preset(name: str | None) -> dict[str, Any]:
@@ -325,7 +358,12 @@ def _items(key: str, value: Any) -> list[Any]:
 def _resolution(value: Any) -> int | str:
     if isinstance(value, str) and value.strip().lower() == DEFAULT_RESOLUTION:
         return DEFAULT_RESOLUTION
-    return _integer("resolution", value, hint=" or 'default'")
+    low, high = RESOLUTION_RANGE
+    hint = f" from {low} to {high} or 'default'"
+    resolution = _integer("resolution", value, hint=hint)
+    if not low <= resolution <= high:
+        raise UserError(f"resolution must be an integer{hint}, got {value!r}")
+    return resolution
 
 
 def _integer(what: str, value: Any, hint: str = "") -> int:

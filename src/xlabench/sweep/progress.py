@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from xlabench.core import Record, Spec
+from xlabench.core.result import Result, interference_reason
 from xlabench.sweep.plan import format_duration
 
 BAR_WIDTH = 24
@@ -15,25 +16,36 @@ BAR_WIDTH = 24
 
 @dataclass
 class SweepSummary:
-    """What a sweep did; `failed` counts (status, reason) pairs."""
+    """What a sweep did: configurations ok and failed (by (status, reason)), processes run."""
 
     sweep_id: str
     grid: int
     done_before: int
-    ran: int = 0
-    ok: int = 0
+    ran: int = 0  # worker processes
+    ok: int = 0  # configurations with a result
     failed: Counter[tuple[str, str]] = field(default_factory=Counter)
+    flagged: int = 0  # results left with too few processes clear of interference
+    flagged_processes: int = 0
     wall_s: float = 0.0
     worker_s: float = 0.0  # sum of Record.duration_s: time spent inside workers
     tracker_failures: dict[str, int] = field(default_factory=dict)
 
     def add(self, record: Record) -> None:
+        """One finished worker process."""
         self.ran += 1
         self.worker_s += record.duration_s or 0.0
-        if record.ok:
+        if interference_reason(record.interference):
+            self.flagged_processes += 1
+
+    def add_result(self, result: Result | None) -> None:
+        """One configuration's combined result."""
+        if result is None:
+            return
+        if result.status == "ok":
             self.ok += 1
+            self.flagged += int(result.flagged)
         else:
-            self.failed[(record.status.value, record.error or "")] += 1
+            self.failed[(result.status, result.error or "")] += 1
 
 
 class Progress:
@@ -45,6 +57,7 @@ class Progress:
         workers: how many run at once (for the ETA).
         estimate_s: a first ETA from past results, used until something finishes.
         tty: redraw one bar in place; None asks the stream.
+        total counts worker processes (a result is several; see `expect`).
         columns: width of the bar line; None asks the terminal.
     """
 
@@ -61,10 +74,16 @@ class Progress:
         self.finished = 0
         self.running: list[str] = []
         self._durations: list[float] = []
+        self._dispatched = 0
 
     def started(self, spec: Spec) -> None:
         self.running.append(spec.label())
         self._draw()
+
+    def expect(self, processes: int) -> None:
+        """`processes` more are being dispatched; the total grows when a result needs more."""
+        self._dispatched += processes
+        self.total = max(self.total, self._dispatched)
 
     def record(self, record: Record) -> None:
         """A configuration finished (whatever its status)."""
@@ -106,9 +125,13 @@ class Progress:
         took = f"{record.duration_s:.0f} s" if record.duration_s else "-"
         if record.ok and record.throughput is not None:
             outcome = f"ok  {record.throughput.median_sps:.4g} samples/s"
+            why = interference_reason(record.interference)
+            outcome += f"  INTERFERENCE: {why}" if why else ""
         else:
             outcome = f"{record.status.value.upper()}  {record.error or ''}"
-        return f"{where} {spec.label()}: {outcome} ({took}; ETA {format_duration(self.eta_s())})"
+        process = f" #{record.process.index + 1}" if record.process.result_id else ""
+        return (f"{where} {spec.label()}{process}: {outcome} "
+                f"({took}; ETA {format_duration(self.eta_s())})")
 
     def _draw(self) -> None:
         if not self.tty:
@@ -133,9 +156,13 @@ def format_summary(summary: SweepSummary) -> str:
     failed = sum(summary.failed.values())
     lines = [
         f"sweep {summary.sweep_id}: {summary.grid} configurations: {summary.ok} done now, "
-        f"{summary.done_before} skipped (already done), {failed} failed "
-        f"[{format_duration(summary.wall_s)} wall, {format_duration(summary.worker_s)} in workers]"
+        f"{summary.done_before} skipped (already done), {failed} failed; {summary.ran} worker "
+        f"processes [{format_duration(summary.wall_s)} wall, "
+        f"{format_duration(summary.worker_s)} in workers]"
     ]
+    if summary.flagged_processes:
+        lines.append(f"  {summary.flagged_processes} processes were measured under interference "
+                     f"(kept, flagged, re-run); {summary.flagged} results are still flagged")
     by_status: Counter[str] = Counter()
     for (status, _), n in summary.failed.items():
         by_status[status] += n

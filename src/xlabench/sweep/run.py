@@ -1,10 +1,12 @@
-"""The sweep: expand the grid, skip what is done, dispatch, store each record as it finishes.
+"""The sweep: expand the grid, skip what is done, dispatch processes, store each as it finishes.
 
-Resumability comes from three rules: a record is written (one transaction) only once its
-worker has finished; a spec counts as done only when it has an `ok` record for the same
-environment; this process is the only writer. Killed at any moment, a sweep has lost at most
-the configurations that were running, and the same command runs exactly those (and the
-failed ones) again.
+A configuration's result is several worker processes (see `schedule`). Resumability comes from
+four rules: a process record is written (one transaction) only once its worker has finished; a
+result's id is stable for the same sweep, spec and environment, so a resumed sweep continues
+the result with the processes it already has; a spec counts as done only when its combined
+result is complete (or it has a successful one-process result from before results had
+processes); this process is the only writer. Killed at any moment, a sweep has lost at most the
+processes that were running.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from xlabench.core import Record, Spec
+from xlabench.core.result import SAMPLING_TARGET_ENV, Result, ResultPolicy
 from xlabench.runner import with_costs
 from xlabench.runner.execute import remember_costs
 from xlabench.store import ResultStore
@@ -29,6 +32,7 @@ from xlabench.sweep.executors import (
 from xlabench.sweep.grid import Grid, SweepConfig, expand
 from xlabench.sweep.plan import Plan, make_plan
 from xlabench.sweep.progress import Progress, SweepSummary
+from xlabench.sweep.schedule import Scheduler, Tracker, fresh_result_id, sweep_result_id
 from xlabench.sweep.trackers import Trackers
 
 CostKey = tuple[str, int]
@@ -67,15 +71,20 @@ class CostPlanner:
 
 
 class _Hooks:
-    def __init__(self, costs: CostPlanner, progress: Progress) -> None:
+    def __init__(self, costs: CostPlanner, progress: Progress, scheduler: Scheduler) -> None:
         self.costs = costs
         self.progress = progress
+        self.scheduler = scheduler
 
     def want_costs(self, spec: Spec) -> bool:
         return self.costs.want_costs(spec)
 
     def started(self, spec: Spec) -> None:
         self.progress.started(spec)
+
+    def process_env(self, spec: Spec) -> dict[str, str]:
+        target = self.scheduler.info_for(spec).sampling_target_rel_ci
+        return {SAMPLING_TARGET_ENV: f"{target:.6f}"} if target else {}
 
 
 def make_executor(config: SweepConfig) -> Executor:
@@ -117,30 +126,68 @@ class Sweep:
             raise
 
     def run(self, stream: TextIO, tty: bool | None = None) -> SweepSummary:
-        """Run the plan, writing each record as it finishes; progress goes to `stream`."""
+        """Run the plan, writing each process record as it finishes and each configuration's
+        combined result when its processes are done; progress goes to `stream`."""
         if self.store is None:
             raise RuntimeError("a dry-run sweep cannot run")
-        plan, store = self.plan, self.store
-        progress = Progress(stream, len(plan.todo), self.executor.workers,
-                            plan.estimated_total_s, tty)
+        plan, store, policy = self.plan, self.store, self.config.policy
+        scheduler = Scheduler(self._trackers(plan.todo))
+        expected = sum(max(0, policy.min_processes - len(t.records)) for t in scheduler.trackers)
+        progress = Progress(stream, expected, self.executor.workers,
+                            _scaled(plan.estimated_total_s, policy), tty)
         summary = SweepSummary(self.sweep_id, len(self.grid.specs), plan.done)
         trackers = Trackers.open(self.sweep_id, self.config.log_wandb, self.config.log_mlflow,
                                  progress.note)
         costs = CostPlanner(store, plan.todo)
+        hooks = _Hooks(costs, progress, scheduler)
         start_s = time.perf_counter()
         try:
-            for done in self.executor.run(plan.todo, _Hooks(costs, progress)):
-                record = save_record(store, done.record, self.sweep_id)
-                costs.finished(done)
-                summary.add(record)
-                progress.record(record)
-                trackers.log(record)
+            for batch in scheduler.batches():
+                progress.expect(len(batch))
+                for done in self.executor.run(batch, hooks):
+                    record = save_record(store, scheduler.stamp(done.record), self.sweep_id)
+                    scheduler.keep(record)
+                    costs.finished(done)
+                    summary.add(record)
+                    progress.record(record)
+                self._save_results(scheduler, batch, complete=False)
+            for tracker in scheduler.trackers:
+                result = self._save(tracker, complete=True)
+                summary.add_result(result)
+                stand_in = tracker.summary_record(result) if result else None
+                if stand_in is not None:
+                    trackers.log(stand_in)
         finally:
             summary.wall_s = time.perf_counter() - start_s
             summary.tracker_failures = dict(trackers.failures)
             trackers.close()
             progress.close()
         return summary
+
+    def _trackers(self, specs: Iterable[Spec]) -> list[Tracker]:
+        """One tracker per spec to run, holding the successful processes a killed or failed
+        run already stored (a failed process stays stored, but the retried result goes on)."""
+        assert self.store is not None
+        env_id = self.env_ids[0] if self.env_ids else ""
+        found = []
+        for spec in specs:
+            result_id = sweep_result_id(self.sweep_id, spec, env_id)
+            tracker = Tracker(spec, result_id, self.config.policy)
+            tracker.records.extend(r for r in self.store.processes(result_id) if r.ok)
+            found.append(tracker)
+        return found
+
+    def _save_results(self, scheduler: Scheduler, batch: list[Spec], complete: bool) -> None:
+        for spec in batch:
+            self._save(scheduler.tracker(spec), complete)
+
+    def _save(self, tracker: Tracker, complete: bool) -> Result | None:
+        if not tracker.records:
+            return None
+        assert self.store is not None
+        result = tracker.result()
+        self.store.save_result(result, tracker.policy, complete, self.sweep_id)
+        return result
 
     def close(self) -> None:
         self.executor.close()
@@ -164,6 +211,11 @@ def save_record(store: ResultStore, record: Record, sweep_id: str) -> Record:
     return record
 
 
+def _scaled(estimate_s: float | None, policy: ResultPolicy) -> float | None:
+    """Past durations are per process; a result now takes at least `min_processes` of them."""
+    return None if estimate_s is None else estimate_s * policy.min_processes
+
+
 def run_sweep(
     config: SweepConfig, stream: TextIO, executor: Executor | None = None,
     tty: bool | None = None,
@@ -171,3 +223,36 @@ def run_sweep(
     """Plan and run `config` (the API behind `xlabench sweep`); progress goes to `stream`."""
     with Sweep(config, executor) as sweep:
         return sweep.run(stream, tty)
+
+
+def run_result(
+    spec: Spec,
+    store: ResultStore,
+    policy: ResultPolicy,
+    stream: TextIO,
+    timeout_s: float,
+    executor: Executor | None = None,
+) -> tuple[Result, list[Record]]:
+    """One configuration as one result of several fresh processes (the API behind `run`).
+
+    The same scheduler as a sweep: the minimum number of processes, more while the interval is
+    too wide and the budget allows, re-runs for processes measured under interference. Every
+    process is stored as it finishes, then the combined result. Progress goes to `stream`.
+    """
+    executor = executor or LocalExecutor(timeout_s, local_slots(1))
+    tracker = Tracker(spec, fresh_result_id(), policy)
+    scheduler = Scheduler([tracker])
+    progress = Progress(stream, policy.min_processes, 1, None, tty=False)
+    costs = CostPlanner(store, [spec])
+    hooks = _Hooks(costs, progress, scheduler)
+    sweep_id = tracker.result_id
+    for batch in scheduler.batches():
+        progress.expect(len(batch))
+        for done in executor.run(batch, hooks):
+            record = save_record(store, scheduler.stamp(done.record), sweep_id)
+            scheduler.keep(record)
+            costs.finished(done)
+            progress.record(record)
+    result = tracker.result()
+    store.save_result(result, policy, complete=True, sweep_id=sweep_id)
+    return result, tracker.records

@@ -1,4 +1,5 @@
-"""Experiment trackers: each stored record also becomes a W&B run and/or an MLflow run.
+"""Experiment trackers: each configuration's result also becomes a W&B run and/or an MLflow run
+(its latest process, carrying the combined throughput of all its processes).
 
 Trackers are a copy for convenience; the SQLite db is the record of truth. So a tracker that
 fails (not installed, no network, bad URI) costs one warning line and never the sweep.
@@ -46,6 +47,8 @@ def run_config(record: Record, sweep_id: str) -> dict[str, Any]:
         "device": record.env.get("accelerator", "unknown"), "status": record.status.value,
         "error": record.error or "", "spec_id": record.spec_id, "env_id": record.env_id,
         "sweep_id": sweep_id,
+        "interference_flagged": bool(record.provenance.get("interference_flagged", False)),
+        "ci_method": record.provenance.get("ci_method", ""),
     }
 
 
@@ -63,6 +66,7 @@ def run_metrics(record: Record) -> dict[str, float]:
     if warm is not None:
         metrics.update(compile_s=warm.compile_s, first_call_s=warm.first_call_s)
     metrics["params"] = costs.params
+    metrics["processes"] = record.provenance.get("processes")
     macs = costs.macs_per_image
     metrics["gmacs_per_image"] = None if macs is None else macs / 1e9
     return {k: float(v) for k, v in metrics.items() if v is not None}

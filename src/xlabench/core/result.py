@@ -1,0 +1,139 @@
+"""A result is several worker processes: how many to run, when one is flagged, what is combined.
+
+One worker process gives one Record (its own samples). Processes of the same configuration
+differ more than one process's samples do, so the figure we report for a configuration
+combines `k` independent processes (`Result`). The rules that decide how many processes, and
+when a process was measured on a busy machine, are policy: they live here, in one place, and
+every layer that judges (worker, store, sweep, analysis, report) asks these functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from xlabench.core.errors import UserError
+from xlabench.core.record import Interference
+
+#: A process is flagged when other processes used more than this share of its CPUs' capacity
+#: during its timed phases. Quiet runs here measure 0-3% (kernel threads, the idle parent);
+#: one CPU hog on one of two cores reads ~50%. 10% sits well clear of both.
+OTHER_BUSY_MAX_FRAC = 0.10
+#: ... or when the hypervisor stole more than this share (a busy host under a VM).
+STEAL_MAX_FRAC = 0.05
+#: Confidence of every between-process interval we compute.
+CONFIDENCE = 0.95
+#: Set by the scheduler for one worker process: its relaxed sampling target (a fraction).
+SAMPLING_TARGET_ENV = "XLABENCH_SAMPLING_TARGET"
+
+
+@dataclass(frozen=True)
+class ResultPolicy:
+    """How many processes make one result, and when the sweep stops adding them.
+
+    Attributes:
+        min_processes: every result runs at least this many clean processes (interference
+            re-runs included) unless a process fails.
+        max_processes: never more processes than this (flagged ones included).
+        target_rel_ci: add processes while the combined interval's half-width is wider than
+            this share of the estimate ...
+        budget_s: ... and the configuration's processes have used less than this much wall time
+            (a process is only started if the median process so far still fits).
+        rerun_flagged: after the grid, configurations left with fewer than `min_processes`
+            clean processes get this many more rounds, to replace the flagged ones.
+    """
+
+    min_processes: int = 3
+    max_processes: int = 8
+    target_rel_ci: float = 0.03
+    budget_s: float = 240.0
+    rerun_flagged: int = 2
+
+    def __post_init__(self) -> None:
+        for name in ("min_processes", "max_processes", "rerun_flagged"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise UserError(f"{name.replace('_', ' ')} must be an integer, got {value!r}")
+        if self.min_processes < 1:
+            raise UserError(f"processes must be >= 1, got {self.min_processes}")
+        if self.max_processes < self.min_processes:
+            raise UserError(f"max processes ({self.max_processes}) must be >= processes "
+                            f"({self.min_processes})")
+        if self.rerun_flagged < 0:
+            raise UserError(f"rerun flagged must be >= 0, got {self.rerun_flagged}")
+        if not 0 < self.target_rel_ci < 1:
+            raise UserError(f"result target CI must be between 0 and 1, got {self.target_rel_ci}")
+        if not self.budget_s > 0:
+            raise UserError(f"result budget must be positive, got {self.budget_s}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def interference_reason(figures: Interference | None) -> str | None:
+    """Why a process counts as measured under interference, or None if it is clean."""
+    if figures is None:
+        return None
+    if figures.other_frac > OTHER_BUSY_MAX_FRAC:
+        return (f"other processes used {100 * figures.other_frac:.0f}% of its CPUs "
+                f"(threshold {100 * OTHER_BUSY_MAX_FRAC:.0f}%)")
+    if figures.steal_frac > STEAL_MAX_FRAC:
+        return (f"the hypervisor stole {100 * figures.steal_frac:.0f}% of its CPUs "
+                f"(threshold {100 * STEAL_MAX_FRAC:.0f}%)")
+    return None
+
+
+@dataclass(frozen=True)
+class Result:
+    """The combined figure of one configuration's processes.
+
+    `median_sps` is the estimate (for k >= 2: the geometric mean of the clean processes'
+    median throughputs); `ci_low_sps`/`ci_high_sps` its interval with the confidence it really
+    has (`ci_confidence`) and how it was made (`ci_method`). With k = 1 the interval is that
+    one process's own and says nothing about other processes: `between_processes` is False.
+    """
+
+    result_id: str
+    spec_id: str
+    env_id: str
+    status: str  # ok when at least one clean (or, failing that, any) process succeeded
+    k: int  # processes that produced a throughput and went into the figure
+    k_total: int  # every process run for this result, failed and flagged ones included
+    k_flagged: int  # processes measured under interference (kept, not combined if avoidable)
+    median_sps: float | None
+    ci_low_sps: float | None
+    ci_high_sps: float | None
+    ci_confidence: float | None
+    ci_method: str
+    between_processes: bool
+    target_rel_ci: float | None
+    target_met: bool
+    flagged: bool  # too few clean processes: the figure includes interference or is thin
+    flag_reason: str
+    process_medians_sps: tuple[float, ...]  # of the processes combined, in run order
+    process_rounds: tuple[int, ...]  # their sweep rounds (pairing for speedups)
+    error: str | None = None
+
+    @property
+    def rel_ci_halfwidth(self) -> float | None:
+        if self.median_sps is None or self.ci_low_sps is None or self.ci_high_sps is None:
+            return None
+        return max(self.median_sps - self.ci_low_sps, self.ci_high_sps - self.median_sps) \
+            / self.median_sps
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        fixed = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        return cls(**fixed)
+
+    @classmethod
+    def from_json(cls, text: str) -> Result:
+        return cls.from_dict(json.loads(text))
