@@ -105,8 +105,9 @@ def test_gpu_preset_covers_the_published_tables_and_every_family() -> None:
 def test_demo_preset() -> None:
     config = build_config("demo")
     grid = expand(config)
-    assert len(grid.specs) == 2 * ALL_PAIRS
+    assert len(grid.specs) == ALL_PAIRS + 5  # every pair on MobileNet; TF and JAX on ResNet50
     assert {s.resolution for s in grid.specs} == {64}
+    assert config.policy.min_processes == config.policy.max_processes == 3
     assert {s.measure for s in grid.specs} == {DEMO_MEASURE}
     assert config.db == "demo.db"
 

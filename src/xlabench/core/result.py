@@ -42,14 +42,15 @@ class ResultPolicy:
         budget_s: ... and the configuration's processes have used less than this much wall time
             (a process is only started if the median process so far still fits).
         rerun_flagged: after the grid, configurations left with fewer than `min_processes`
-            clean processes get this many more rounds, to replace the flagged ones.
+            clean processes get up to this many more rounds (one process each), to replace
+            the flagged ones.
     """
 
     min_processes: int = 3
-    max_processes: int = 8
-    target_rel_ci: float = 0.03
-    budget_s: float = 240.0
-    rerun_flagged: int = 2
+    max_processes: int = 6
+    target_rel_ci: float = 0.05
+    budget_s: float = 120.0
+    rerun_flagged: int = 3
 
     def __post_init__(self) -> None:
         for name in ("min_processes", "max_processes", "rerun_flagged"):

@@ -24,7 +24,8 @@ class Plan:
     todo: tuple[Spec, ...]
     done: int  # configurations with a successful result in this environment
     workers: int
-    estimate_s: dict[str, float]  # spec_id -> estimated worker seconds (only those with history)
+    estimate_s: dict[str, float]  # spec_id -> estimated seconds of its result's processes
+    processes: int = 1  # the fewest processes each result runs
 
     @property
     def estimated_total_s(self) -> float | None:
@@ -38,13 +39,15 @@ class Plan:
 
 
 def make_plan(
-    grid: Grid, done_ids: set[str], workers: int, store: ResultStore | None
+    grid: Grid, done_ids: set[str], workers: int, store: ResultStore | None, processes: int = 1
 ) -> Plan:
-    """The plan: `grid` minus specs in `done_ids`, with estimates from `store`'s history."""
+    """The plan: `grid` minus specs in `done_ids`, with estimates from `store`'s history (past
+    worker durations are per process; a result runs at least `processes` of them)."""
     todo = tuple(s for s in grid.specs if s.spec_id() not in done_ids)
-    estimates = estimate_durations(store, todo) if store is not None else {}
+    per_process = estimate_durations(store, todo) if store is not None else {}
+    estimates = {k: v * processes for k, v in per_process.items()}
     return Plan(grid=grid, todo=todo, done=len(grid.specs) - len(todo), workers=workers,
-                estimate_s=estimates)
+                estimate_s=estimates, processes=processes)
 
 
 def estimate_durations(store: ResultStore, specs: Iterable[Spec]) -> dict[str, float]:
@@ -127,4 +130,5 @@ def _estimate_line(plan: Plan) -> str:
     rest = len(plan.todo) - known
     extra = f"; {rest} configurations have no history and are not counted" if rest else ""
     return (f"estimate: {format_duration(plan.estimated_total_s)}{workers} for {known} "
-            f"configurations (median past duration of the same model/backend/mode){extra}")
+            f"configurations, at least {plan.processes} processes each (median past process "
+            f"duration of the same model/backend/mode){extra}")

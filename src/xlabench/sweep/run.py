@@ -120,7 +120,8 @@ class Sweep:
                 self.store = ResultStore(config.db)
             self.env_ids = self.executor.env_ids()
             done = self.store.completed_spec_ids(self.env_ids) if self.store else set()
-            self.plan: Plan = make_plan(self.grid, done, self.executor.workers, self.store)
+            self.plan: Plan = make_plan(self.grid, done, self.executor.workers, self.store,
+                                        config.policy.min_processes)
         except BaseException:
             self.close()
             raise
@@ -133,8 +134,7 @@ class Sweep:
         plan, store, policy = self.plan, self.store, self.config.policy
         scheduler = Scheduler(self._trackers(plan.todo))
         expected = sum(max(0, policy.min_processes - len(t.records)) for t in scheduler.trackers)
-        progress = Progress(stream, expected, self.executor.workers,
-                            _scaled(plan.estimated_total_s, policy), tty)
+        progress = Progress(stream, expected, self.executor.workers, plan.estimated_total_s, tty)
         summary = SweepSummary(self.sweep_id, len(self.grid.specs), plan.done)
         trackers = Trackers.open(self.sweep_id, self.config.log_wandb, self.config.log_mlflow,
                                  progress.note)
@@ -209,11 +209,6 @@ def save_record(store: ResultStore, record: Record, sweep_id: str) -> Record:
     remember_costs(store, record, cached)
     store.save(record, sweep_id)
     return record
-
-
-def _scaled(estimate_s: float | None, policy: ResultPolicy) -> float | None:
-    """Past durations are per process; a result now takes at least `min_processes` of them."""
-    return None if estimate_s is None else estimate_s * policy.min_processes
 
 
 def run_sweep(
