@@ -1,0 +1,287 @@
+"""The native runner: the worker exports the compiled artifact and `xlabench-native` times it.
+
+The worker keeps everything but the timed loop: it builds the model, exports the artifact into
+its scratch directory (export times become compile stages), writes the input and the Keras eager
+reference output, starts the C++ program under a deadline, reads its JSON, checks parity and
+returns an ordinary Record (`spec.runner == "native"`). No statistic is computed here that the
+C++ side already computed: the samples come from its JSON and go through measure/summarize.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xlabench.core import Memory, Record, Spec, Status, UserError, Warmup, failure
+from xlabench.measure import parity as paritylib
+from xlabench.measure import summarize
+
+#: Overrides where the binary is looked up (default: build/native/ of this checkout, then PATH).
+BINARY_ENV = "XLABENCH_NATIVE"
+PROGRAM = "xlabench-native"
+SCHEMA_VERSION = 1
+#: Loading and compiling before the method starts, on top of the method's own budgets.
+LOAD_ALLOWANCE_S = 600.0
+INSTALL_HINTS: dict[str, str] = {
+    "tf_c": "pip install tensorflow-cpu (its wheel ships the C API), then `make setup`",
+    "aoti": "pip install torch (libtorch ships in its wheel), then `make setup`",
+    "pjrt": "pip install xla-cpu-pjrt (the PJRT CPU plugin), then `make setup`",
+}
+SYNC = {
+    "tf_c": "TF_SessionRun returns when its outputs are computed (CPU): each step is synced",
+}
+
+
+class NativeError(Exception):
+    """xlabench-native failed or said something we cannot use: one line, a failed record."""
+
+
+@dataclass(frozen=True)
+class NativeRun:
+    """What came back from one `xlabench-native run`: its JSON and the process that wrote it."""
+
+    result: dict[str, Any]
+    pid: int
+    wall_s: float
+
+
+def binary() -> Path | None:
+    """The xlabench-native executable, or None when it was not built."""
+    override = os.environ.get(BINARY_ENV)
+    if override:
+        return Path(override)
+    built = Path(__file__).resolve().parents[3] / "build" / "native" / PROGRAM
+    if built.is_file():
+        return built
+    found = shutil.which(PROGRAM)
+    return Path(found) if found else None
+
+
+@cache
+def compiled_runtimes() -> tuple[str, ...]:
+    """The runtimes `xlabench-native --list` says are compiled in (none if it is not built)."""
+    path = binary()
+    if path is None or not path.is_file():
+        return ()
+    try:
+        done = subprocess.run([str(path), "--list"], capture_output=True, text=True, timeout=60)
+        return tuple(json.loads(done.stdout)["runtimes"]) if done.returncode == 0 else ()
+    except (OSError, subprocess.TimeoutExpired, ValueError, KeyError):
+        return ()
+
+
+def require_runtime(spec: Spec) -> None:
+    """Refuse a native spec whose runtime is not compiled in, saying what to install."""
+    runtime = spec.native_runtime
+    if spec.runner != "native" or runtime is None:
+        return
+    if binary() is None:
+        raise UserError(f"{PROGRAM} is not built: run `make setup` (needs cmake and g++)")
+    if runtime not in compiled_runtimes():
+        have = ", ".join(compiled_runtimes()) or "none"
+        raise UserError(f"{PROGRAM} has no {runtime} runtime for {spec.backend}/{spec.mode} "
+                        f"(compiled in: {have}); {INSTALL_HINTS[runtime]}")
+
+
+def threads() -> int:
+    """Threads for both sides: the CPUs this worker may use (its placement pins it)."""
+    return len(os.sched_getaffinity(0))
+
+
+def measure(spec: Spec, entry: Any, backend: Any, model: Any, x: Any,
+            runtime_info: dict[str, Any]) -> Record:
+    """Export, run natively, check parity; failures come back as failed records."""
+    runtime = spec.native_runtime
+    if runtime is None or runtime not in EXPORTERS:
+        return failure(spec, Status.UNSUPPORTED, f"no native exporter for {spec.backend}/"
+                       f"{spec.mode} yet", family=entry.family, kind=entry.kind)
+    if spec.precision != "fp32":
+        return failure(spec, Status.UNSUPPORTED, "the native runner feeds float32 only (fp32)",
+                       family=entry.family, kind=entry.kind)
+    with tempfile.TemporaryDirectory(prefix="xlabench-native-") as scratch:
+        artifact = Path(scratch)
+        try:
+            return _measure_in(spec, entry, backend, model, x, runtime_info, artifact)
+        except NativeError as exc:
+            return failure(spec, Status.FAILED, str(exc), family=entry.family, kind=entry.kind)
+
+
+def _measure_in(spec: Spec, entry: Any, backend: Any, model: Any, x: Any,
+                runtime_info: dict[str, Any], artifact: Path) -> Record:
+    runtime = str(spec.native_runtime)
+    count = threads()
+    x_np = np.asarray(backend.to_numpy(x), dtype=np.float32)
+    start = time.perf_counter()
+    exported = EXPORTERS[runtime](model, x, spec, artifact, count)
+    export_s = time.perf_counter() - start
+    write_artifact(artifact, runtime, x_np, exported)
+    reference = paritylib.flatten_outputs(
+        backend.to_numpy(backend.make_runner(model, spec.baseline_mode, x).step()))
+    spec_path = write_run_spec(artifact, spec, count)
+    run = _native_timed_phase(artifact, spec_path, deadline_s(spec), count)
+    outputs = read_outputs(artifact, run.result)
+    rtol = paritylib.rtol_for(spec.precision, spec.tf32)
+    parity = paritylib.compare(outputs, reference, rtol, spec.baseline_mode)
+    return to_record(spec, entry, run, parity, runtime_info, {"export": export_s},
+                     {**exported.get("info", {}), "threads": count})
+
+
+def deadline_s(spec: Spec) -> float:
+    """The subprocess's deadline: the method's own bounds plus loading and compiling."""
+    m = spec.measure
+    return LOAD_ALLOWANCE_S + m.warmup_max_s + 2 * m.budget_s + latency_budget_s(spec)
+
+
+def latency_budget_s(spec: Spec) -> float:
+    return max(1.0, spec.measure.budget_s / 4)  # as runner/worker.py _time_runner
+
+
+def write_artifact(artifact: Path, runtime: str, x: np.ndarray, exported: dict[str, Any]) -> None:
+    """artifact.json (the manifest xlabench-native reads) and the raw float32 input."""
+    x.astype("<f4").tofile(artifact / "input.bin")
+    manifest = {
+        "runtime": runtime,
+        "inputs": [{"file": "input.bin", "shape": list(x.shape),
+                    **exported.get("input", {})}],
+        **{k: v for k, v in exported.items() if k not in ("info", "input")},
+    }
+    (artifact / "artifact.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def write_run_spec(artifact: Path, spec: Spec, count: int) -> Path:
+    path = artifact / "spec.json"
+    doc = {**spec.to_dict(), "latency_budget_s": latency_budget_s(spec), "threads": count}
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def _native_timed_phase(artifact: Path, spec_path: Path, timeout_s: float,
+                        count: int) -> NativeRun:
+    """The timed phase: `xlabench-native run` as a subprocess, nothing else in this process.
+
+    One function on purpose: the interference monitor (what else used the CPUs while the
+    samples were taken) wraps exactly this call.
+    """
+    path = binary()
+    if path is None:
+        raise NativeError(f"{PROGRAM} is not built: run `make setup`")
+    env = {**os.environ, "OMP_NUM_THREADS": str(count), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    command = [str(path), "run", str(artifact), "--spec", str(spec_path)]
+    start = time.perf_counter()
+    try:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
+    except OSError as exc:
+        raise NativeError(f"cannot start {PROGRAM}: {exc}") from exc
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise NativeError(f"{PROGRAM} timed out after {timeout_s:g} s (killed)") from None
+    wall_s = time.perf_counter() - start
+    if proc.returncode != 0:
+        lines = [line for line in err.splitlines() if line.strip()] or ["no message"]
+        raise NativeError(f"{PROGRAM} exit {proc.returncode}: {lines[-1].strip()}")
+    return NativeRun(parse_result(out), proc.pid, wall_s)
+
+
+def parse_result(stdout: str) -> dict[str, Any]:
+    try:
+        result = json.loads(stdout)
+    except ValueError as exc:
+        raise NativeError(f"{PROGRAM} printed no JSON: {exc}") from exc
+    if result.get("program") != PROGRAM or result.get("schema_version") != SCHEMA_VERSION:
+        raise NativeError(f"unexpected {PROGRAM} output schema: {result.get('schema_version')}")
+    return result
+
+
+def read_outputs(artifact: Path, result: dict[str, Any]) -> list[np.ndarray]:
+    """The output tensors xlabench-native wrote (raw float32 + shape), as float64 for parity."""
+    arrays = []
+    for entry in result["outputs"]:
+        data = np.fromfile(artifact / entry["file"], dtype="<f4")
+        shape = tuple(entry["shape"])
+        if data.size != int(np.prod(shape)):
+            raise NativeError(f"native output {entry['file']} does not match shape {shape}")
+        arrays.append(data.reshape(shape).astype(np.float64))
+    return arrays
+
+
+def to_record(spec: Spec, entry: Any, run: NativeRun, parity: Any, runtime_info: dict[str, Any],
+              stages_s: dict[str, float], info: dict[str, Any]) -> Record:
+    """An ordinary Record from the C++ JSON; the statistics come from measure/summarize.py."""
+    result = run.result
+    tp = result["throughput"]
+    throughput = summarize.throughput_stats(
+        spec.batch_size, int(tp["steps_per_sample"]), tp["sample_s"], bool(tp["target_met"]))
+    steady_s = throughput.batch_time_ms_median / 1000.0
+    first_s = float(result["first_call_s"])
+    native_stages = {f"native_{k}": float(v) for k, v in result["stages_s"].items()}
+    warm = result["warmup"]
+    warmup = Warmup(first_call_s=first_s, compile_s=max(0.0, first_s - steady_s),
+                    steps=int(warm["steps"]), seconds=float(warm["seconds"]),
+                    compile_stages_s={**stages_s, **native_stages})
+    metadata = result.get("runtime_metadata", {})
+    backend_info = {
+        **info, "runner": "native", "native_program": result["program"],
+        "native_pid": run.pid, "native_runtime": result["runtime"],
+        "native_version": metadata.get("version", ""), "native_metadata": metadata,
+        "native_settings": result["settings"], "native_wall_s": run.wall_s,
+        "warmup_steady": bool(warm["steady"]),
+    }
+    return Record(
+        spec=spec, status=Status.OK, family=entry.family, kind=entry.kind,
+        throughput=throughput, latency=summarize.latency_stats(result["latency"]["step_s"]),
+        warmup=warmup, parity=parity, memory=Memory(), env={"runtime": runtime_info},
+        backend_info=backend_info, sync=SYNC.get(result["runtime"], ""),
+    )
+
+
+def _export_tf_c(model: Any, x: Any, spec: Spec, artifact: Path, count: int) -> dict[str, Any]:
+    """A SavedModel whose serving function is the forward (jit_compile on for tensorflow/xla)."""
+    import keras
+    import tensorflow as tf
+    from tensorflow.core.protobuf import config_pb2, saved_model_pb2
+
+    def forward(inputs: Any) -> Any:
+        return model(inputs, training=False)
+
+    jit = spec.mode == "xla"
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint("serve", tf.function(forward, jit_compile=jit, autograph=False),
+                         input_signature=[tf.TensorSpec(x.shape, tf.float32)])
+    archive.write_out(str(artifact / "saved_model"), verbose=False)
+    saved = saved_model_pb2.SavedModel.FromString(
+        (artifact / "saved_model" / "saved_model.pb").read_bytes())
+    signature = saved.meta_graphs[0].signature_def["serving_default"]
+    if len(signature.inputs) != 1:
+        raise NativeError(f"the serving signature has {len(signature.inputs)} inputs, not 1")
+    # Keras flattens dict outputs by sorted key, and the signature names them output_0, ...
+    keys = sorted(signature.outputs, key=lambda k: (len(k), k))
+    # The same thread counts TensorFlow's Python side uses by default on this machine.
+    config = config_pb2.ConfigProto(intra_op_parallelism_threads=count,
+                                    inter_op_parallelism_threads=count)
+    (artifact / "session_config.pb").write_bytes(config.SerializeToString())
+    size = sum(p.stat().st_size for p in (artifact / "saved_model").rglob("*") if p.is_file())
+    return {
+        "saved_model": "saved_model", "session_config": "session_config.pb",
+        "input": {"tensor": next(iter(signature.inputs.values())).name},
+        "outputs": [{"tensor": signature.outputs[k].name} for k in keys],
+        "info": {"artifact": "SavedModel", "artifact_bytes": size, "jit_compile": jit},
+    }
+
+
+EXPORTERS: dict[str, Callable[..., dict[str, Any]]] = {"tf_c": _export_tf_c}
