@@ -10,7 +10,8 @@ from typing import Any
 from xlabench.backends import missing_framework
 from xlabench.cli.tables import format_record, format_table, models_output
 from xlabench.core import BACKEND_MODES, PRECISIONS, WEIGHTS, MeasureSettings, Spec, UserError
-from xlabench.runner import DEFAULT_TIMEOUT_S, execute
+from xlabench.core.spec import RUNNERS
+from xlabench.runner import DEFAULT_TIMEOUT_S, execute, native
 from xlabench.store import DEFAULT_DB, ResultStore
 from xlabench.store.export import full_csv, study_csv
 from xlabench.zoo import KINDS, REGISTRY
@@ -36,6 +37,8 @@ def add_run(sub: Any) -> None:
     p.add_argument("--weights", default="random", choices=WEIGHTS)
     p.add_argument("--tf32", action="store_true", help="allow TF32 for float32 on GPUs")
     p.add_argument("--seed", type=int_arg("seed"), default=0)
+    p.add_argument("--runner", default="python", choices=RUNNERS,
+                   help="python, or native: time the exported artifact in xlabench-native")
     add_measure_args(p)
     p.add_argument("--timeout", type=float_arg("timeout"), default=DEFAULT_TIMEOUT_S,
                    help="seconds before the worker is killed (default %(default)s)")
@@ -68,7 +71,7 @@ def make_spec(args: argparse.Namespace) -> Spec:
     spec = Spec(
         model=entry.name, backend=args.backend, mode=mode, resolution=resolution,
         batch_size=args.batch_size, precision=args.precision, weights=args.weights,
-        seed=args.seed, tf32=args.tf32, measure=measure_settings(args),
+        seed=args.seed, tf32=args.tf32, measure=measure_settings(args), runner=args.runner,
     )
     problem = entry.check_resolution(resolution)
     if problem:
@@ -79,6 +82,7 @@ def make_spec(args: argparse.Namespace) -> Spec:
     missing = missing_framework(args.backend)
     if missing:
         raise UserError(missing)
+    native.require_runtime(spec)
     return spec
 
 

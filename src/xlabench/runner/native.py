@@ -31,6 +31,9 @@ from xlabench.measure import summarize
 BINARY_ENV = "XLABENCH_NATIVE"
 PROGRAM = "xlabench-native"
 SCHEMA_VERSION = 1
+#: Fault injection for the tests: damage the exported artifact before xlabench-native reads it.
+#: Values: missing (no model files), corrupt (garbage model file), unknown-runtime.
+FAULT_ENV = "XLABENCH_NATIVE_FAULT"
 #: Loading and compiling before the method starts, on top of the method's own budgets.
 LOAD_ALLOWANCE_S = 600.0
 INSTALL_HINTS: dict[str, str] = {
@@ -126,6 +129,7 @@ def _measure_in(spec: Spec, entry: Any, backend: Any, model: Any, x: Any,
     exported = EXPORTERS[runtime](model, x, spec, artifact, count)
     export_s = time.perf_counter() - start
     write_artifact(artifact, runtime, x_np, exported)
+    _inject_fault(artifact, os.environ.get(FAULT_ENV, ""))
     reference = paritylib.flatten_outputs(
         backend.to_numpy(backend.make_runner(model, spec.baseline_mode, x).step()))
     spec_path = write_run_spec(artifact, spec, count)
@@ -135,6 +139,20 @@ def _measure_in(spec: Spec, entry: Any, backend: Any, model: Any, x: Any,
     parity = paritylib.compare(outputs, reference, rtol, spec.baseline_mode)
     return to_record(spec, entry, run, parity, runtime_info, {"export": export_s},
                      {**exported.get("info", {}), "threads": count})
+
+
+def _inject_fault(artifact: Path, fault: str) -> None:
+    manifest = artifact / "artifact.json"
+    if fault == "missing":
+        for path in artifact.iterdir():
+            if path.is_dir():
+                shutil.rmtree(path)
+    elif fault == "corrupt":
+        for path in artifact.rglob("saved_model.pb"):
+            path.write_bytes(b"\x00not a model\xff" * 64)
+    elif fault == "unknown-runtime":
+        doc = json.loads(manifest.read_text(encoding="utf-8"))
+        manifest.write_text(json.dumps({**doc, "runtime": "nope"}), encoding="utf-8")
 
 
 def deadline_s(spec: Spec) -> float:
@@ -193,8 +211,12 @@ def _native_timed_phase(artifact: Path, spec_path: Path, timeout_s: float,
     wall_s = time.perf_counter() - start
     if proc.returncode != 0:
         lines = [line for line in err.splitlines() if line.strip()] or ["no message"]
-        raise NativeError(f"{PROGRAM} exit {proc.returncode}: {lines[-1].strip()}")
-    return NativeRun(parse_result(out), proc.pid, wall_s)
+        last = lines[-1].strip().removeprefix(f"{PROGRAM}: ")  # the reason is its last line
+        raise NativeError(f"{PROGRAM} exit {proc.returncode}: {last}")
+    result = parse_result(out)
+    if result.get("pid") != proc.pid:  # the samples must come from the process we started
+        raise NativeError(f"{PROGRAM} output names pid {result.get('pid')}, not {proc.pid}")
+    return NativeRun(result, proc.pid, wall_s)
 
 
 def parse_result(stdout: str) -> dict[str, Any]:

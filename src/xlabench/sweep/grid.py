@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.core import BACKEND_MODES, PRECISIONS, MeasureSettings, Spec, UserError
+from xlabench.core.spec import NATIVE_RUNTIMES, RUNNERS
 from xlabench.store import DEFAULT_DB
 from xlabench.store.importer import STUDY_BUILT_AS
 from xlabench.zoo import KINDS, REGISTRY, ModelEntry
@@ -59,9 +60,11 @@ class GridPart:
     precisions: tuple[str, ...] = ("fp32",)
     repeats: int = 1
     measure: MeasureSettings = field(default_factory=MeasureSettings)
+    runner: str = "python"  # "native": only the compiled modes that have a native runtime
 
     def __post_init__(self) -> None:
         _check_choices("backend", self.backends, BACKEND_MODES)
+        _check_choices("runner", (self.runner,), RUNNERS)
         all_modes = {m for modes in BACKEND_MODES.values() for m in modes}
         _check_choices("mode", self.modes, sorted(all_modes))
         _check_choices("precision", self.precisions, PRECISIONS)
@@ -177,7 +180,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 # ------------------------------------------------------------------------------ building
 #: Keys accepted in a TOML file and as flag overrides, grouped by what they configure.
 PART_KEYS = ("models", "families", "kinds", "resolutions", "batch_sizes", "backends", "modes",
-             "precisions", "repeats")
+             "precisions", "repeats", "runner")
 RUN_KEYS = ("db", "timeout", "executor", "workers", "ray_address", "log_wandb", "log_mlflow")
 #: Measurement keys: the CLI flag names, plus a [measure] table of MeasureSettings fields.
 MEASURE_FLAG_KEYS = {"target_ci": "target_rel_ci", "budget": "budget_s",
@@ -300,6 +303,8 @@ def _parse(key: str, value: Any) -> Any:
     """A TOML or flag value as the GridPart field wants it (tuples, ints)."""
     if key == "repeats":
         return _integer("repeats", value)
+    if key == "runner":
+        return _text("runner", value)
     items = _items(key, value)
     if key == "batch_sizes":
         return tuple(_integer("batch size", v) for v in items)
@@ -426,8 +431,12 @@ def _entry_specs(
                     if precision not in BACKEND_PRECISIONS[backend]:
                         skipped[f"{backend} has no {precision} precision"] += 1
                         continue
+                    if part.runner == "native" and (backend, mode) not in NATIVE_RUNTIMES:
+                        skipped[f"no native runtime for {backend}/{mode}"] += 1
+                        continue
                     specs.append(Spec(entry.name, backend, mode, resolution, batch_size=batch,
-                                      precision=precision, repeat=repeat, measure=part.measure))
+                                      precision=precision, repeat=repeat, measure=part.measure,
+                                      runner=part.runner))
     return specs
 
 
