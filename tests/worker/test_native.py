@@ -103,3 +103,20 @@ def test_native_runner_refuses_what_is_not_compiled_in() -> None:
         pytest.skip("pjrt is compiled in here")
     with pytest.raises(UserError, match="pip install xla-cpu-pjrt"):
         native.require_runtime(spec)
+
+
+@pytest.mark.skipif("aoti" not in native.compiled_runtimes(),
+                    reason="xlabench-native without aoti (run `make setup`)")
+def test_aoti_package_runs_in_libtorch(tmp_path: Path) -> None:
+    # AOTInductor packaging is the slow part (a C++ build of the whole model): 32 px, batch 1.
+    spec = Spec("mobilenet_v3_small", "torch", "compiled", 32, batch_size=1, measure=QUICK,
+                runner="native")
+    with ResultStore(tmp_path / "r.db") as store:
+        record = execute(spec, store, timeout_s=900)
+    assert record.ok, record.error
+    info = record.backend_info
+    assert info["native_runtime"] == "aoti" and info["native_program"] == "xlabench-native"
+    assert info["native_metadata"]["intra_op_threads"] == str(info["threads"])
+    assert record.parity is not None and record.parity.passed, record.parity
+    assert record.warmup.compile_stages_s["package"] > 0
+    assert len(record.throughput.sample_s) >= 3
