@@ -120,3 +120,21 @@ def test_aoti_package_runs_in_libtorch(tmp_path: Path) -> None:
     assert record.parity is not None and record.parity.passed, record.parity
     assert record.warmup.compile_stages_s["package"] > 0
     assert len(record.throughput.sample_s) >= 3
+
+
+@pytest.mark.skipif("pjrt" not in native.compiled_runtimes() or native.pjrt_plugin() is None,
+                    reason="xlabench-native without pjrt, or no xla-cpu-pjrt plugin")
+def test_pjrt_runs_the_jax_export_in_the_plugin(tmp_path: Path) -> None:
+    spec = Spec("mobilenet_v3_small", "jax", "xla", 32, batch_size=2, measure=QUICK,
+                runner="native")
+    with ResultStore(tmp_path / "r.db") as store:
+        record = execute(spec, store, timeout_s=600)
+    assert record.ok, record.error
+    info = record.backend_info
+    assert info["native_runtime"] == "pjrt" and info["native_program"] == "xlabench-native"
+    # Unused variables are dropped by jax.export and must not be fed.
+    assert 0 < info["kept_args"] <= info["all_args"]
+    assert info["plugin_package"] and info["same_compiler"] is False
+    assert info["native_metadata"]["pjrt_c_api"]
+    assert record.parity is not None and record.parity.passed, record.parity
+    assert record.warmup.compile_stages_s["native_prepare"] > 0  # the plugin's compile

@@ -9,6 +9,8 @@ C++ side already computed: the samples come from its JSON and go through measure
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import json
 import os
 import shutil
@@ -44,6 +46,7 @@ INSTALL_HINTS: dict[str, str] = {
 SYNC = {
     "tf_c": "TF_SessionRun returns when its outputs are computed (CPU): each step is synced",
     "aoti": "AOTIModelPackageLoader::run returns when its outputs are computed (CPU)",
+    "pjrt": "PJRT_Event_Await on the last execution's completion event",
 }
 
 
@@ -167,13 +170,23 @@ def latency_budget_s(spec: Spec) -> float:
 
 
 def write_artifact(artifact: Path, runtime: str, x: np.ndarray, exported: dict[str, Any]) -> None:
-    """artifact.json (the manifest xlabench-native reads) and the raw float32 input."""
-    x.astype("<f4").tofile(artifact / "input.bin")
+    """artifact.json (the manifest xlabench-native reads) and the raw float32 arguments.
+
+    The arguments are the batch alone, or (pjrt) every argument of the exported function.
+    """
+    args = exported.get("args") or [x]
+    inputs = []
+    for index, value in enumerate(args):
+        array = np.asarray(value)
+        if array.dtype != np.float32:
+            raise NativeError(f"argument {index} is {array.dtype}: the native runner feeds float32")
+        name = "input.bin" if len(args) == 1 else f"arg_{index}.bin"
+        array.astype("<f4").tofile(artifact / name)
+        inputs.append({"file": name, "shape": list(array.shape)})
+    inputs[-1].update(exported.get("input", {}))
     manifest = {
-        "runtime": runtime,
-        "inputs": [{"file": "input.bin", "shape": list(x.shape),
-                    **exported.get("input", {})}],
-        **{k: v for k, v in exported.items() if k not in ("info", "input")},
+        "runtime": runtime, "inputs": inputs,
+        **{k: v for k, v in exported.items() if k not in ("info", "input", "args")},
     }
     (artifact / "artifact.json").write_text(json.dumps(manifest), encoding="utf-8")
 
@@ -335,4 +348,64 @@ def _export_aoti(model: Any, x: Any, spec: Spec, artifact: Path, count: int) -> 
     }
 
 
-EXPORTERS: dict[str, Callable[..., dict[str, Any]]] = {"tf_c": _export_tf_c, "aoti": _export_aoti}
+def pjrt_plugin() -> Path | None:
+    """The PJRT CPU plugin of pip's xla-cpu-pjrt, if installed (found without importing jax)."""
+    found = importlib.util.find_spec("xla_plugins.xla_cpu_pjrt")
+    if found is None or not found.submodule_search_locations:
+        return None
+    path = Path(next(iter(found.submodule_search_locations))) / "xla_cpu_pjrt.so"
+    return path if path.is_file() else None
+
+
+def _export_pjrt(model: Any, x: Any, spec: Spec, artifact: Path, count: int) -> dict[str, Any]:
+    """jax.export of the jitted stateless_call the jax backend compiles (variables as arguments).
+
+    jax.export drops unused arguments: only module_kept_var_idx are fed. The plugin's XLA is
+    older than jaxlib's, so the two sides do not run the same compiler (recorded).
+    """
+    import jax
+    from jax._src.lib import xla_client
+
+    plugin = pjrt_plugin()
+    if plugin is None:
+        raise NativeError(f"no PJRT CPU plugin: {INSTALL_HINTS['pjrt']}")
+    trainable = [v.value for v in model.trainable_variables]
+    non_trainable = [v.value for v in model.non_trainable_variables]
+
+    def forward(tv: Any, ntv: Any, inputs: Any) -> Any:
+        outputs, _ = model.stateless_call(tv, ntv, inputs, training=False)
+        return outputs
+
+    start = time.perf_counter()
+    exported = jax.export.export(jax.jit(forward))(trainable, non_trainable, x)
+    export_s = time.perf_counter() - start
+    (artifact / "module.mlirbc").write_bytes(exported.mlir_module_serialized)
+    flat = jax.tree_util.tree_leaves((trainable, non_trainable, x))
+    kept = sorted(exported.module_kept_var_idx)
+    options = xla_client.CompileOptions()
+    options.executable_build_options.num_replicas = 1  # empty options abort the plugin
+    options.executable_build_options.num_partitions = 1
+    (artifact / "compile_options.pb").write_bytes(options.SerializeAsString())
+    return {
+        "plugin": str(plugin), "module": "module.mlirbc", "compile_options": "compile_options.pb",
+        "args": [np.asarray(flat[i]) for i in kept],
+        "stages_s": {"export": export_s},
+        "info": {"artifact": "jax.export StableHLO bytecode", "kept_args": len(kept),
+                 "all_args": len(flat), "plugin": str(plugin),
+                 "plugin_package": _version("xla-cpu-pjrt"), "jaxlib": _version("jaxlib"),
+                 "same_compiler": False,
+                 "compiler_note": "the PJRT plugin's XLA differs from jaxlib's: native vs "
+                                  "Python differences are not Python overhead alone"},
+    }
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+EXPORTERS: dict[str, Callable[..., dict[str, Any]]] = {
+    "tf_c": _export_tf_c, "aoti": _export_aoti, "pjrt": _export_pjrt,
+}
