@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
@@ -58,6 +59,7 @@ long integer_or(const json::Value& object, const char* key, long fallback) {
 struct RunSpec {
   timing::Settings settings;
   Options options;
+  long self_check_calls = 0;  // > 0: also time this many calls outside the timing library
 };
 
 // The spec file: {"measure": MeasureSettings fields, "latency_budget_s": s, "threads": n}.
@@ -80,12 +82,14 @@ RunSpec read_spec(const std::string& path) {
     s.latency_steps = integer_or(m, "latency_steps", s.latency_steps);
     s.latency_budget_s = number_or(doc, "latency_budget_s", s.latency_budget_s);
     spec.options.threads = static_cast<int>(integer_or(doc, "threads", 1));
+    spec.self_check_calls = integer_or(doc, "self_check_calls", 0);
   } catch (const json::ParseError& e) {
     throw UsageError(std::string("bad spec: ") + e.what());
   }
   const std::string problem = timing::validate(spec.settings);
   if (!problem.empty()) throw UsageError("bad spec: " + problem);
   if (spec.options.threads < 1) throw UsageError("bad spec: threads must be >= 1");
+  if (spec.self_check_calls < 0) throw UsageError("bad spec: self_check_calls must be >= 0");
   return spec;
 }
 
@@ -157,6 +161,15 @@ void write_outputs(json::Writer& w, const Artifact& artifact, const std::vector<
   w.end_array();
 }
 
+// The harness checking itself: N back-to-back calls and one sync, timed with the steady clock
+// directly (not the method, not the injected clock), to compare with the method's batch time.
+double outside_wall_s(Runtime& runtime, long calls) {
+  const auto start = std::chrono::steady_clock::now();
+  for (long i = 0; i < calls; ++i) runtime.step();
+  runtime.sync();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 int run(const std::vector<std::string>& args, const Registry& registry,
         const timing::Clock& clock, std::ostream& out, std::ostream& err) {
   const RunArgs parsed = parse_run_args(args);
@@ -189,6 +202,8 @@ int run(const std::vector<std::string>& args, const Registry& registry,
   const timing::SampleResult samples = method.collect_samples(spec.settings, steps);
   const std::vector<double> latency =
       method.time_latency(spec.settings.latency_steps, spec.settings.latency_budget_s);
+  const double self_check_s =
+      spec.self_check_calls > 0 ? outside_wall_s(*runtime, spec.self_check_calls) : 0.0;
 
   json::Writer w;
   w.begin_object();
@@ -208,6 +223,10 @@ int run(const std::vector<std::string>& args, const Registry& registry,
   w.key("sample_s").numbers(samples.sample_s).key("target_met").value(samples.target_met);
   w.end_object();
   w.key("latency").begin_object().key("step_s").numbers(latency).end_object();
+  if (spec.self_check_calls > 0) {
+    w.key("self_check").begin_object().key("calls").value(spec.self_check_calls);
+    w.key("wall_s").value(self_check_s).end_object();
+  }
   write_outputs(w, artifact, outputs);
   w.end_object();
   out << w.str() << "\n";

@@ -136,6 +136,12 @@ void check_run(const std::string& dir) {
   float values[4] = {};
   in.read(reinterpret_cast<char*>(values), sizeof values);
   CHECK(in.gcount() == sizeof values && values[0] == 2.0f && values[2] == 7.0f);
+  write(dir + "/check_spec.json", R"({"measure": {"budget_s": 1, "warmup_min_s": 0.05}, "self_check_calls": 7})");
+  const Result checked = call({"run", dir, "--spec", dir + "/check_spec.json"});
+  CHECK(checked.code == 0);
+  if (checked.code != 0) std::cerr << checked.err;
+  CHECK(json::parse(checked.out).at("self_check").at("calls").as_integer() == 7);
+  CHECK(!json::parse(r.out).has("self_check"));
   write(dir + "/artifact.json", R"({"runtime": "fake", "fail_load": 1, )"
                                 R"("inputs": [{"file": "input.bin", "shape": [2, 2]}]})");
   const Result failed = call({"run", dir, "--spec", dir + "/spec.json"});

@@ -36,6 +36,9 @@ SCHEMA_VERSION = 1
 #: Fault injection for the tests: damage the exported artifact before xlabench-native reads it.
 #: Values: missing (no model files), corrupt (garbage model file), unknown-runtime.
 FAULT_ENV = "XLABENCH_NATIVE_FAULT"
+#: The harness self-check (bench/native_overhead.py): also time this many calls from outside
+#: the C++ timing library; the record keeps both so they can be compared.
+SELF_CHECK_ENV = "XLABENCH_NATIVE_SELF_CHECK"
 #: Loading and compiling before the method starts, on top of the method's own budgets.
 LOAD_ALLOWANCE_S = 600.0
 INSTALL_HINTS: dict[str, str] = {
@@ -193,7 +196,8 @@ def write_artifact(artifact: Path, runtime: str, x: np.ndarray, exported: dict[s
 
 def write_run_spec(artifact: Path, spec: Spec, count: int) -> Path:
     path = artifact / "spec.json"
-    doc = {**spec.to_dict(), "latency_budget_s": latency_budget_s(spec), "threads": count}
+    doc = {**spec.to_dict(), "latency_budget_s": latency_budget_s(spec), "threads": count,
+           "self_check_calls": int(os.environ.get(SELF_CHECK_ENV, "0") or 0)}
     path.write_text(json.dumps(doc), encoding="utf-8")
     return path
 
@@ -277,6 +281,8 @@ def to_record(spec: Spec, entry: Any, run: NativeRun, parity: Any, runtime_info:
         "native_settings": result["settings"], "native_wall_s": run.wall_s,
         "warmup_steady": bool(warm["steady"]),
     }
+    if "self_check" in result:
+        backend_info["native_self_check"] = result["self_check"]
     return Record(
         spec=spec, status=Status.OK, family=entry.family, kind=entry.kind,
         throughput=throughput, latency=summarize.latency_stats(result["latency"]["step_s"]),
