@@ -142,6 +142,9 @@ def _measure_in(spec: Spec, entry: Any, backend: Any, model: Any, x: Any,
     spec_path = write_run_spec(artifact, spec, count)
     run = _native_timed_phase(artifact, spec_path, deadline_s(spec), count)
     outputs = read_outputs(artifact, run.result)
+    bad = paritylib.non_finite_count(outputs)
+    if bad:  # as in the Python path: a NaN/inf output fails the whole run
+        raise NativeError(f"{spec.model} produced {bad} NaN/inf output values natively")
     rtol = paritylib.rtol_for(spec.precision, spec.tf32)
     parity = paritylib.compare(outputs, reference, rtol, spec.baseline_mode)
     return to_record(spec, entry, run, parity, runtime_info, stages_s,
