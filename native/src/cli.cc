@@ -170,66 +170,92 @@ double outside_wall_s(Runtime& runtime, long calls) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+std::unique_ptr<Runtime> create_runtime(const Registry& registry, const std::string& name) {
+  std::unique_ptr<Runtime> runtime = registry.create(name);
+  if (runtime) return runtime;
+  std::string known;
+  for (const auto& n : registry.names()) known += (known.empty() ? "" : ", ") + n;
+  throw UsageError("unknown runtime '" + name + "'; compiled in: " +
+                   (known.empty() ? "none" : known));
+}
+
+// Everything one run measured: raw values only, the summary is the Python side's.
+struct Measured {
+  double load_s = 0;
+  double prepare_s = 0;
+  double first_call_s = 0;
+  std::vector<Tensor> outputs;  // of the first call
+  timing::WarmupResult warm;
+  double calibration_step_s = 0;
+  timing::SampleResult samples;
+  std::vector<double> latency_s;
+  double self_check_s = 0;
+};
+
+// The worker's sequence (runner/worker.py _time_runner), after untimed load and prepare.
+Measured measure(Runtime& runtime, const Artifact& artifact, const RunSpec& spec,
+                 const timing::Clock& clock) {
+  Measured m;
+  double start = clock();
+  runtime.load(artifact, spec.options);
+  m.load_s = clock() - start;
+  start = clock();
+  runtime.prepare();
+  m.prepare_s = clock() - start;
+  const timing::Method method([&] { runtime.step(); }, [&] { runtime.sync(); }, clock);
+  m.first_call_s = method.time_call();
+  m.outputs = runtime.output();
+  m.warm = method.warm_up(spec.settings);
+  const auto& steps = m.warm.step_s;
+  m.calibration_step_s = stats::median(
+      std::vector<double>(steps.end() - std::min<std::size_t>(3, steps.size()), steps.end()));
+  const long per_sample = method.calibrate(spec.settings, m.calibration_step_s);
+  m.samples = method.collect_samples(spec.settings, per_sample);
+  m.latency_s = method.time_latency(spec.settings.latency_steps, spec.settings.latency_budget_s);
+  if (spec.self_check_calls > 0) m.self_check_s = outside_wall_s(runtime, spec.self_check_calls);
+  return m;
+}
+
+std::string result_json(const std::string& name, const Runtime& runtime, const Artifact& artifact,
+                        const RunSpec& spec, const Measured& m) {
+  json::Writer w;
+  w.begin_object();
+  w.key("schema_version").value(static_cast<long>(kSchemaVersion));
+  w.key("program").value(kMarker).key("pid").value(static_cast<long>(getpid()));
+  w.key("runtime").value(name).key("runtime_metadata").begin_object();
+  for (const auto& [k, v] : runtime.metadata()) w.key(k).value(v);
+  w.end_object();
+  write_settings(w, spec);
+  w.key("stages_s").begin_object().key("load").value(m.load_s);
+  w.key("prepare").value(m.prepare_s).end_object();
+  w.key("first_call_s").value(m.first_call_s);
+  w.key("warmup").begin_object().key("steps").value(m.warm.steps);
+  w.key("seconds").value(m.warm.seconds).key("step_s").numbers(m.warm.step_s);
+  w.key("steady").value(m.warm.steady).end_object();
+  w.key("calibration_step_s").value(m.calibration_step_s);
+  w.key("throughput").begin_object().key("steps_per_sample").value(m.samples.steps_per_sample);
+  w.key("sample_s").numbers(m.samples.sample_s).key("target_met").value(m.samples.target_met);
+  w.end_object();
+  w.key("latency").begin_object().key("step_s").numbers(m.latency_s).end_object();
+  if (spec.self_check_calls > 0) {
+    w.key("self_check").begin_object().key("calls").value(spec.self_check_calls);
+    w.key("wall_s").value(m.self_check_s).end_object();
+  }
+  write_outputs(w, artifact, m.outputs);
+  w.end_object();
+  return w.str();
+}
+
 int run(const std::vector<std::string>& args, const Registry& registry,
         const timing::Clock& clock, std::ostream& out, std::ostream& err) {
   const RunArgs parsed = parse_run_args(args);
   const RunSpec spec = read_spec(parsed.spec_path);
   const Artifact artifact = read_artifact(parsed.artifact_dir);
   const std::string name = artifact.manifest.at("runtime").as_string();
-  std::unique_ptr<Runtime> runtime = registry.create(name);
-  if (!runtime) {
-    std::string known;
-    for (const auto& n : registry.names()) known += (known.empty() ? "" : ", ") + n;
-    throw UsageError("unknown runtime '" + name + "'; compiled in: " +
-                     (known.empty() ? "none" : known));
-  }
+  std::unique_ptr<Runtime> runtime = create_runtime(registry, name);
   err << "xlabench-native: loading " << name << " artifact from " << artifact.dir << "\n";
-  double start = clock();
-  runtime->load(artifact, spec.options);
-  const double load_s = clock() - start;
-  start = clock();
-  runtime->prepare();
-  const double prepare_s = clock() - start;
-
-  const timing::Method method([&] { runtime->step(); }, [&] { runtime->sync(); }, clock);
-  const double first_call_s = method.time_call();
-  const std::vector<Tensor> outputs = runtime->output();
-  const timing::WarmupResult warm = method.warm_up(spec.settings);
-  const double step_s =
-      stats::median(std::vector<double>(warm.step_s.end() - std::min<std::size_t>(3, warm.step_s.size()),
-                                        warm.step_s.end()));
-  const long steps = method.calibrate(spec.settings, step_s);
-  const timing::SampleResult samples = method.collect_samples(spec.settings, steps);
-  const std::vector<double> latency =
-      method.time_latency(spec.settings.latency_steps, spec.settings.latency_budget_s);
-  const double self_check_s =
-      spec.self_check_calls > 0 ? outside_wall_s(*runtime, spec.self_check_calls) : 0.0;
-
-  json::Writer w;
-  w.begin_object();
-  w.key("schema_version").value(static_cast<long>(kSchemaVersion));
-  w.key("program").value(kMarker).key("pid").value(static_cast<long>(getpid()));
-  w.key("runtime").value(name).key("runtime_metadata").begin_object();
-  for (const auto& [k, v] : runtime->metadata()) w.key(k).value(v);
-  w.end_object();
-  write_settings(w, spec);
-  w.key("stages_s").begin_object().key("load").value(load_s).key("prepare").value(prepare_s);
-  w.end_object();
-  w.key("first_call_s").value(first_call_s);
-  w.key("warmup").begin_object().key("steps").value(warm.steps).key("seconds").value(warm.seconds);
-  w.key("step_s").numbers(warm.step_s).key("steady").value(warm.steady).end_object();
-  w.key("calibration_step_s").value(step_s);
-  w.key("throughput").begin_object().key("steps_per_sample").value(samples.steps_per_sample);
-  w.key("sample_s").numbers(samples.sample_s).key("target_met").value(samples.target_met);
-  w.end_object();
-  w.key("latency").begin_object().key("step_s").numbers(latency).end_object();
-  if (spec.self_check_calls > 0) {
-    w.key("self_check").begin_object().key("calls").value(spec.self_check_calls);
-    w.key("wall_s").value(self_check_s).end_object();
-  }
-  write_outputs(w, artifact, outputs);
-  w.end_object();
-  out << w.str() << "\n";
+  const Measured measured = measure(*runtime, artifact, spec, clock);
+  out << result_json(name, *runtime, artifact, spec, measured) << "\n";
   return 0;
 }
 

@@ -97,12 +97,19 @@ def test_binary_refuses_bad_artifacts_with_one_line(tmp_path: Path, damage: str,
     assert "\n" not in str(caught.value)
 
 
-def test_native_runner_refuses_what_is_not_compiled_in() -> None:
+def test_native_runner_refuses_what_is_not_compiled_in(tmp_path: Path, monkeypatch) -> None:
     spec = Spec("mobilenet_v3_small", "jax", "xla", 32, runner="native")
-    if "pjrt" in native.compiled_runtimes():
-        pytest.skip("pjrt is compiled in here")
-    with pytest.raises(UserError, match="pip install xla-cpu-pjrt"):
+    monkeypatch.setenv(native.BINARY_ENV, str(tmp_path / "nowhere"))
+    with pytest.raises(UserError, match="xlabench-native is not built: run `make setup`"):
         native.require_runtime(spec)
+    # A build with only tf_c: the jax/xla spec is refused with what to install.
+    only_tf = tmp_path / "xlabench-native"
+    only_tf.write_text('#!/bin/sh\necho \'{"runtimes": ["tf_c"]}\'\n', encoding="utf-8")
+    only_tf.chmod(0o755)
+    monkeypatch.setenv(native.BINARY_ENV, str(only_tf))
+    with pytest.raises(UserError, match=r"no pjrt runtime .*compiled in: tf_c.*xla-cpu-pjrt"):
+        native.require_runtime(spec)
+    native.require_runtime(Spec("mobilenet_v3_small", "tensorflow", "xla", 32, runner="native"))
 
 
 @pytest.mark.skipif("aoti" not in native.compiled_runtimes(),

@@ -35,16 +35,16 @@ struct Settings {
 std::string validate(const Settings& settings);
 
 struct WarmupResult {
-  long steps;
-  double seconds;
+  long steps = 0;
+  double seconds = 0;
   std::vector<double> step_s;
-  bool steady;
+  bool steady = false;
 };
 
 struct SampleResult {
-  long steps_per_sample;
+  long steps_per_sample = 0;
   std::vector<double> sample_s;
-  bool target_met;
+  bool target_met = false;
 };
 
 class Method {

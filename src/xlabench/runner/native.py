@@ -70,7 +70,7 @@ def binary() -> Path | None:
     """The xlabench-native executable, or None when it was not built."""
     override = os.environ.get(BINARY_ENV)
     if override:
-        return Path(override)
+        return Path(override) if Path(override).is_file() else None
     built = Path(__file__).resolve().parents[3] / "build" / "native" / PROGRAM
     if built.is_file():
         return built
@@ -78,14 +78,16 @@ def binary() -> Path | None:
     return Path(found) if found else None
 
 
-@cache
 def compiled_runtimes() -> tuple[str, ...]:
     """The runtimes `xlabench-native --list` says are compiled in (none if it is not built)."""
     path = binary()
-    if path is None or not path.is_file():
-        return ()
+    return () if path is None else _listed_runtimes(str(path))
+
+
+@cache
+def _listed_runtimes(path: str) -> tuple[str, ...]:
     try:
-        done = subprocess.run([str(path), "--list"], capture_output=True, text=True, timeout=60)
+        done = subprocess.run([path, "--list"], capture_output=True, text=True, timeout=60)
         return tuple(json.loads(done.stdout)["runtimes"]) if done.returncode == 0 else ()
     except (OSError, subprocess.TimeoutExpired, ValueError, KeyError):
         return ()
