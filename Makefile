@@ -10,9 +10,12 @@ export JAX_PLATFORMS ?= cpu
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup demo test lint unit zoo clean browser
+NATIVE_BUILD := build/native
+CMAKE_GENERATOR ?= $(if $(shell command -v ninja 2>/dev/null),Ninja,Unix Makefiles)
 
-setup: $(STAMP)
+.PHONY: setup demo test lint unit zoo clean browser native native-build native-tools
+
+setup: $(STAMP) native-build
 
 $(STAMP): pyproject.toml requirements/dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +23,22 @@ $(STAMP): pyproject.toml requirements/dev.txt
 	$(BIN)/python -m pip install -q -r requirements/dev.txt
 	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $(STAMP)
+
+# xlabench-native (native/): configured against the SDKs in .venv's wheels; a runtime whose
+# SDK is missing is left out (`xlabench-native --list`). Needs Debian's cmake and g++.
+native-tools:
+	@command -v cmake >/dev/null 2>&1 && command -v g++ >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq cmake g++ >/dev/null; \
+	  else echo "install Debian's cmake and g++ (sudo apt-get install cmake g++) for xlabench-native"; exit 1; fi; }
+
+native-build: $(STAMP) native-tools
+	cmake -S native -B $(NATIVE_BUILD) -G "$(CMAKE_GENERATOR)" -DCMAKE_BUILD_TYPE=Release \
+	  -DXLABENCH_SITE_PACKAGES="$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null
+	cmake --build $(NATIVE_BUILD) -j $(JOBS)
+
+# The C++ tests (CTest): statistics vs the shared vectors, fake-clock timing, argument errors.
+native: native-build
+	ctest --test-dir $(NATIVE_BUILD) --output-on-failure
 
 # Debian's Chromium, for the report's browser test (Playwright drives it; no browser download).
 browser:
@@ -47,7 +66,7 @@ zoo: setup
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params" tests/zoo
 	KERAS_BACKEND=torch $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params" tests/zoo
 
-test: setup browser lint unit zoo
+test: setup browser lint native unit zoo
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache artifacts demo-report $(DEMO_DB)*
+	rm -rf $(VENV) build .pytest_cache .ruff_cache artifacts demo-report $(DEMO_DB)*

@@ -66,3 +66,23 @@ def test_failure_reason_is_one_line() -> None:
     record = failure(Spec("m", "jax", "eager", 32), Status.CRASHED, "boom\nsecond line\n")
     assert record.error == "boom"
     assert not record.ok
+
+
+def test_the_runner_field_keeps_old_spec_ids() -> None:
+    # Ids computed by the code before `runner` existed: stored results must still match.
+    assert Spec("resnet50_v1", "jax", "xla", 224).spec_id() == "3c941ae12a53ff4a"
+    short = MeasureSettings(budget_s=3.0)
+    old = Spec("mobilenet_v3_small", "tensorflow", "graph", 32, batch_size=2, measure=short)
+    assert old.spec_id() == "fe34a13cd6f0953a"
+    native = Spec("resnet50_v1", "jax", "xla", 224, runner="native")
+    assert native.spec_id() != "3c941ae12a53ff4a"
+    assert Spec.from_dict(native.to_dict()) == native
+    assert Spec.from_dict({k: v for k, v in old.to_dict().items() if k != "runner"}) == old
+
+
+def test_native_runner_needs_a_native_runtime() -> None:
+    assert Spec("resnet50_v1", "tensorflow", "xla", 32, runner="native").native_runtime == "tf_c"
+    with pytest.raises(UserError, match="no native runtime"):
+        Spec("resnet50_v1", "tensorflow", "eager", 32, runner="native")
+    with pytest.raises(UserError, match="unknown runner"):
+        Spec("resnet50_v1", "tensorflow", "xla", 32, runner="cython")

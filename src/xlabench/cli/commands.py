@@ -12,7 +12,8 @@ from xlabench.backends import missing_framework
 from xlabench.cli.tables import format_result, format_table, models_output, result_rows
 from xlabench.core import BACKEND_MODES, PRECISIONS, WEIGHTS, MeasureSettings, Spec, UserError
 from xlabench.core.result import ResultPolicy
-from xlabench.runner import DEFAULT_TIMEOUT_S
+from xlabench.core.spec import RUNNERS
+from xlabench.runner import DEFAULT_TIMEOUT_S, native
 from xlabench.store import DEFAULT_DB, ResultStore
 from xlabench.store.export import full_csv, results_csv, study_csv
 from xlabench.sweep import run_result
@@ -52,6 +53,8 @@ def add_run(sub: Any) -> None:
     p.add_argument("--weights", default="random", choices=WEIGHTS)
     p.add_argument("--tf32", action="store_true", help="allow TF32 for float32 on GPUs")
     p.add_argument("--seed", type=int_arg("seed"), default=0)
+    p.add_argument("--runner", default="python", choices=RUNNERS,
+                   help="python, or native: time the exported artifact in xlabench-native")
     add_measure_args(p)
     add_policy_args(p, ResultPolicy())
     p.add_argument("--timeout", type=float_arg("timeout"), default=DEFAULT_TIMEOUT_S,
@@ -119,7 +122,7 @@ def make_spec(args: argparse.Namespace) -> Spec:
     spec = Spec(
         model=entry.name, backend=args.backend, mode=mode, resolution=resolution,
         batch_size=args.batch_size, precision=args.precision, weights=args.weights,
-        seed=args.seed, tf32=args.tf32, measure=measure_settings(args),
+        seed=args.seed, tf32=args.tf32, measure=measure_settings(args), runner=args.runner,
     )
     problem = entry.check_resolution(resolution)
     if problem:
@@ -130,6 +133,7 @@ def make_spec(args: argparse.Namespace) -> Spec:
     missing = missing_framework(args.backend)
     if missing:
         raise UserError(missing)
+    native.require_runtime(spec)
     return spec
 
 

@@ -7,8 +7,10 @@ import sys
 from typing import Any
 
 from xlabench.cli.commands import add_measure_args, add_policy_args
+from xlabench.core.spec import RUNNERS
+from xlabench.runner import native
 from xlabench.sweep import PRESETS, Sweep, build_config, format_plan, format_summary, load_toml
-from xlabench.sweep.grid import EXECUTORS, SweepConfig
+from xlabench.sweep.grid import EXECUTORS, SweepConfig, expand
 
 #: Flags whose values override the preset and the TOML file; (flag dest, setting key).
 OVERRIDES = (
@@ -21,6 +23,7 @@ OVERRIDES = (
     ("processes", "processes"), ("max_processes", "max_processes"),
     ("result_target_ci", "result_target_ci"), ("result_budget", "result_budget"),
     ("rerun_flagged", "rerun_flagged"),
+    ("runner", "runner"),
 )
 
 
@@ -50,6 +53,9 @@ def add_sweep(sub: Any) -> None:
     ):
         grid.add_argument(flag, action="append", default=None, help=what)
     grid.add_argument("--repeats", type=int, default=None, help="runs of each configuration")
+    grid.add_argument("--runner", choices=RUNNERS, default=None,
+                      help="python, or native: xlabench-native times the exported compiled "
+                           "artifacts (modes without a native runtime are left out)")
     run = p.add_argument_group("running")
     run.add_argument("--db", default=None, help="SQLite results file (default xlabench.db)")
     run.add_argument("--timeout", type=float, default=None,
@@ -83,6 +89,9 @@ def sweep_config(args: argparse.Namespace) -> SweepConfig:
 
 def sweep_command(args: argparse.Namespace) -> int:
     config = sweep_config(args)
+    if any(part.runner == "native" for part in config.parts):
+        for spec in expand(config).specs:
+            native.require_runtime(spec)
     with Sweep(config, dry_run=args.dry_run) as sweep:
         plan_text = format_plan(sweep.plan, config.db, sweep.env_ids)
         if args.dry_run:

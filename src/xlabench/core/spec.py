@@ -28,6 +28,15 @@ BACKEND_PACKAGES: dict[str, tuple[str, str]] = {
     "jax": ("jax", "pip install 'xlabench[jax]'  (or: pip install jax)"),
     "torch": ("torch", "pip install 'xlabench[torch]'  (or: pip install torch)"),
 }
+#: Who runs the timed loop: the Python worker, or the C++ program xlabench-native on an
+#: exported artifact (native/). Each compiled mode has one native runtime.
+RUNNERS: tuple[str, ...] = ("python", "native")
+NATIVE_RUNTIMES: dict[tuple[str, str], str] = {
+    ("tensorflow", "graph"): "tf_c",
+    ("tensorflow", "xla"): "tf_c",
+    ("torch", "compiled"): "aoti",
+    ("jax", "xla"): "pjrt",
+}
 RESOLUTION_RANGE = (16, 2048)
 BATCH_SIZE_RANGE = (1, 4096)
 
@@ -92,6 +101,7 @@ class Spec:
     tf32: bool = False
     repeat: int = 0
     measure: MeasureSettings = field(default_factory=MeasureSettings)
+    runner: str = "python"
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -111,6 +121,21 @@ class Spec:
             raise UserError(f"unknown weights {self.weights!r}; choose from {WEIGHTS}")
         if self.repeat < 0:
             raise UserError(f"repeat index must be >= 0, got {self.repeat}")
+        self._check_runner()
+
+    def _check_runner(self) -> None:
+        if self.runner not in RUNNERS:
+            raise UserError(f"unknown runner {self.runner!r}; choose from {', '.join(RUNNERS)}")
+        if self.runner == "native" and self.native_runtime is None:
+            have = ", ".join(f"{b}/{m}" for b, m in NATIVE_RUNTIMES)
+            raise UserError(
+                f"{self.backend}/{self.mode} has no native runtime; the native runner runs {have}"
+            )
+
+    @property
+    def native_runtime(self) -> str | None:
+        """The xlabench-native runtime that runs this spec's artifact (None: not exportable)."""
+        return NATIVE_RUNTIMES.get((self.backend, self.mode))
 
     @property
     def compiled(self) -> bool:
@@ -132,7 +157,10 @@ class Spec:
         return cls(measure=measure, **data)
 
     def canonical_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        data = self.to_dict()
+        if data["runner"] == "python":  # the default: ids of specs from before runners stay put
+            del data["runner"]
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     def spec_id(self) -> str:
         """Stable hash of the canonical JSON: same spec, same id, on any machine."""
@@ -141,9 +169,10 @@ class Spec:
     def label(self) -> str:
         """Short human-readable name, e.g. ``resnet50_v1@224 b4 jax/xla fp32``."""
         rep = f" r{self.repeat}" if self.repeat else ""
+        native = " native" if self.runner == "native" else ""
         return (
             f"{self.model}@{self.resolution} b{self.batch_size} "
-            f"{self.backend}/{self.mode} {self.precision}{rep}"
+            f"{self.backend}/{self.mode}{native} {self.precision}{rep}"
         )
 
 

@@ -41,6 +41,7 @@ from xlabench.core.result import SAMPLING_TARGET_ENV
 from xlabench.measure import env as envinfo
 from xlabench.measure import interference, stats, summarize, timing
 from xlabench.measure import parity as paritylib
+from xlabench.runner import native
 from xlabench.zoo import REGISTRY, build_model
 
 DTYPE_POLICY = {"fp32": "float32", "bf16": "bfloat16", "mixed": "mixed_bfloat16"}
@@ -102,6 +103,9 @@ def _measure(spec: Spec, entry: Any, want_costs: bool) -> Record:
         model = build_model(entry, spec.resolution, spec.weights)
     _inject_fault(os.environ.get(FAULT_ENV, ""))
     x = backend.make_input(spec)
+    if spec.runner == "native":  # xlabench-native times the exported artifact
+        record = native.measure(spec, entry, backend, model, x, runtime)
+        return record.replace(costs=Costs(params=int(model.count_params())))
     runner = backend.make_runner(model, spec.mode, x)
     first_s, out = timing.time_call(runner.step, backend.sync)
     outputs = _finite_outputs(backend.to_numpy(out), spec)

@@ -19,7 +19,7 @@ from typing import Any
 
 from xlabench.core import BACKEND_MODES, PRECISIONS, MeasureSettings, Spec, UserError
 from xlabench.core.result import ResultPolicy
-from xlabench.core.spec import RESOLUTION_RANGE
+from xlabench.core.spec import NATIVE_RUNTIMES, RESOLUTION_RANGE, RUNNERS
 from xlabench.store import DEFAULT_DB
 from xlabench.store.importer import STUDY_BUILT_AS
 from xlabench.zoo import KINDS, REGISTRY, ModelEntry
@@ -61,9 +61,11 @@ class GridPart:
     precisions: tuple[str, ...] = ("fp32",)
     repeats: int = 1
     measure: MeasureSettings = field(default_factory=MeasureSettings)
+    runner: str = "python"  # "native": only the compiled modes that have a native runtime
 
     def __post_init__(self) -> None:
         _check_choices("backend", self.backends, BACKEND_MODES)
+        _check_choices("runner", (self.runner,), RUNNERS)
         all_modes = {m for modes in BACKEND_MODES.values() for m in modes}
         _check_choices("mode", self.modes, sorted(all_modes))
         _check_choices("precision", self.precisions, PRECISIONS)
@@ -186,7 +188,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 # ------------------------------------------------------------------------------ building
 #: Keys accepted in a TOML file and as flag overrides, grouped by what they configure.
 PART_KEYS = ("models", "families", "kinds", "resolutions", "batch_sizes", "backends", "modes",
-             "precisions", "repeats")
+             "precisions", "repeats", "runner")
 RUN_KEYS = ("db", "timeout", "executor", "workers", "ray_address", "log_wandb", "log_mlflow")
 #: How many processes make a result (ResultPolicy): key -> field.
 POLICY_KEYS = {"processes": "min_processes", "max_processes": "max_processes",
@@ -337,6 +339,8 @@ def _parse(key: str, value: Any) -> Any:
     """A TOML or flag value as the GridPart field wants it (tuples, ints)."""
     if key == "repeats":
         return _integer("repeats", value)
+    if key == "runner":
+        return _text("runner", value)
     items = _items(key, value)
     if key == "batch_sizes":
         return tuple(_integer("batch size", v) for v in items)
@@ -468,8 +472,12 @@ def _entry_specs(
                     if precision not in BACKEND_PRECISIONS[backend]:
                         skipped[f"{backend} has no {precision} precision"] += 1
                         continue
+                    if part.runner == "native" and (backend, mode) not in NATIVE_RUNTIMES:
+                        skipped[f"no native runtime for {backend}/{mode}"] += 1
+                        continue
                     specs.append(Spec(entry.name, backend, mode, resolution, batch_size=batch,
-                                      precision=precision, repeat=repeat, measure=part.measure))
+                                      precision=precision, repeat=repeat, measure=part.measure,
+                                      runner=part.runner))
     return specs
 
 

@@ -1,0 +1,130 @@
+"""Python's share: the same compiled program timed from Python and from xlabench-native.
+
+For each model and compiled backend/mode, in one run, alternating (`--rounds` of each, the
+order flipped every round so slow drift of the machine hits both):
+  * runner=python: the usual worker times the program from Python;
+  * runner=native: the worker exports the artifact and xlabench-native times it in C++.
+The ratio is native / python throughput per round; its interval goes from the native CI's low
+end over the Python CI's high end to the native high end over the Python low end (the pair of
+rounds that disagree most). The jax/xla row compares two different XLA versions (the PJRT
+plugin's and jaxlib's): it is not Python overhead alone.
+
+The harness self-check: every native run also times N calls with one sync using the steady
+clock directly (outside the timing library); its per-batch time must be within 3% of the
+method's median batch time.
+
+    .venv/bin/python bench/native_overhead.py                           # 3 models x 4 runtimes
+    .venv/bin/python bench/native_overhead.py --models mobilenet_v3_small --resolution 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass
+
+from xlabench.core import MeasureSettings, Record, Spec
+from xlabench.core.spec import NATIVE_RUNTIMES
+from xlabench.runner import Placement, run_isolated
+from xlabench.runner.native import SELF_CHECK_ENV, compiled_runtimes
+
+SELF_CHECK_TOLERANCE = 0.03
+SELF_CHECK_CALLS = 50
+
+
+@dataclass(frozen=True)
+class Pair:
+    python: Record
+    native: Record
+
+
+def _spec(model: str, backend: str, mode: str, args: argparse.Namespace, runner: str) -> Spec:
+    measure = MeasureSettings(budget_s=args.budget, warmup_max_s=args.budget)
+    return Spec(model, backend, mode, args.resolution, batch_size=args.batch_size,
+                measure=measure, runner=runner)
+
+
+def _run(spec: Spec, args: argparse.Namespace) -> Record:
+    placement = Placement(env={SELF_CHECK_ENV: str(args.self_check_calls)})
+    record = run_isolated(spec, args.timeout, placement=placement)
+    state = "ok" if record.ok else f"{record.status.value}: {record.error}"
+    sps = record.throughput.median_sps if record.throughput else math.nan
+    print(f"  {spec.label():60s} {sps:9.2f} samples/s  {state}", file=sys.stderr, flush=True)
+    return record
+
+
+def ratio(pair: Pair) -> tuple[float, float, float]:
+    """native/python throughput, with the interval from the two CIs' far ends."""
+    p, n = pair.python.throughput, pair.native.throughput
+    if p is None or n is None:
+        return math.nan, math.nan, math.nan
+    low = (n.ci_low_sps or n.median_sps) / (p.ci_high_sps or p.median_sps)
+    high = (n.ci_high_sps or n.median_sps) / (p.ci_low_sps or p.median_sps)
+    return n.median_sps / p.median_sps, low, high
+
+
+def self_check(record: Record) -> tuple[float, bool] | None:
+    """(outside per-batch / method per-batch - 1, within tolerance), or None without data."""
+    check = record.backend_info.get("native_self_check")
+    if not record.ok or not check or record.throughput is None:
+        return None
+    outside_ms = 1000.0 * check["wall_s"] / check["calls"]
+    deviation = outside_ms / record.throughput.batch_time_ms_median - 1.0
+    return deviation, abs(deviation) <= SELF_CHECK_TOLERANCE
+
+
+def _summary(name: str, pairs: list[Pair]) -> str:
+    ratios = [ratio(p) for p in pairs]
+    ok = [r for r in ratios if not math.isnan(r[0])]
+    if not ok:
+        return f"{name:44s} no successful pair"
+    mid = sorted(r[0] for r in ok)[len(ok) // 2]
+    low, high = min(r[1] for r in ok), max(r[2] for r in ok)
+    checks = [c for c in (self_check(p.native) for p in pairs) if c]
+    check = ", ".join(f"{100 * d:+.1f}%{'' if good else ' FAIL'}" for d, good in checks)
+    same = all(p.native.backend_info.get("same_compiler", True) for p in pairs)
+    note = "" if same else "  (different XLA: not Python overhead alone)"
+    return (f"{name:44s} native/python {mid:5.3f} [{low:5.3f}, {high:5.3f}]  "
+            f"self-check {check or 'n/a'}{note}")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="mobilenet_v3_small,resnet50_v1,efficient_b0")
+    parser.add_argument("--resolution", type=int, default=224)
+    parser.add_argument("--batch-size", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--budget", type=float, default=10.0)
+    parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--self-check-calls", type=int, default=SELF_CHECK_CALLS)
+    parser.add_argument("--runtimes", default=",".join(sorted(set(NATIVE_RUNTIMES.values()))))
+    parser.add_argument("--json", default=None, help="also write every pair's numbers here")
+    args = parser.parse_args(argv)
+    wanted = set(args.runtimes.split(",")) & set(compiled_runtimes())
+    configs = [(b, m) for (b, m), rt in NATIVE_RUNTIMES.items() if rt in wanted]
+    lines, dump = [], []
+    for model in args.models.split(","):
+        for backend, mode in configs:
+            pairs = []
+            for round_index in range(args.rounds):
+                order = ("python", "native") if round_index % 2 == 0 else ("native", "python")
+                done = {r: _run(_spec(model, backend, mode, args, r), args) for r in order}
+                pairs.append(Pair(done["python"], done["native"]))
+                dump.append({"model": model, "backend": backend, "mode": mode,
+                             "round": round_index, "ratio": ratio(pairs[-1]),
+                             "self_check": self_check(done["native"]),
+                             "python": done["python"].to_dict(),
+                             "native": done["native"].to_dict()})
+            lines.append(_summary(f"{model}@{args.resolution} b{args.batch_size} "
+                                  f"{backend}/{mode}", pairs))
+    print("\n".join(lines))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(dump, handle)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,289 @@
+#include "cli.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "measure/stats.h"
+
+namespace xlabench {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: xlabench-native --list | run ARTIFACT_DIR --spec SPEC.json";
+
+// A user error: one line, exit 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct RunArgs {
+  std::string artifact_dir;
+  std::string spec_path;
+};
+
+RunArgs parse_run_args(const std::vector<std::string>& args) {
+  RunArgs parsed;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--spec") {
+      if (i + 1 >= args.size()) throw UsageError("--spec needs a file");
+      parsed.spec_path = args[++i];
+    } else if (!args[i].empty() && args[i][0] == '-') {
+      throw UsageError("unknown option " + args[i] + "; " + kUsage);
+    } else if (parsed.artifact_dir.empty()) {
+      parsed.artifact_dir = args[i];
+    } else {
+      throw UsageError("unexpected argument " + args[i] + "; " + kUsage);
+    }
+  }
+  if (parsed.artifact_dir.empty() || parsed.spec_path.empty()) throw UsageError(kUsage);
+  return parsed;
+}
+
+bool is_directory(const std::string& path) {
+  struct stat info {};
+  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+double number_or(const json::Value& object, const char* key, double fallback) {
+  return object.has(key) ? object.at(key).as_number() : fallback;
+}
+long integer_or(const json::Value& object, const char* key, long fallback) {
+  return object.has(key) ? object.at(key).as_integer() : fallback;
+}
+
+struct RunSpec {
+  timing::Settings settings;
+  Options options;
+  long self_check_calls = 0;  // > 0: also time this many calls outside the timing library
+};
+
+// The spec file: {"measure": MeasureSettings fields, "latency_budget_s": s, "threads": n}.
+RunSpec read_spec(const std::string& path) {
+  json::Value doc;
+  RunSpec spec;
+  try {
+    doc = json::parse_file(path);
+    const json::Value empty = json::Value::object({});
+    const json::Value& m = doc.has("measure") ? doc.at("measure") : empty;
+    timing::Settings& s = spec.settings;
+    s.target_rel_ci = number_or(m, "target_rel_ci", s.target_rel_ci);
+    s.min_sample_s = number_or(m, "min_sample_s", s.min_sample_s);
+    s.min_samples = integer_or(m, "min_samples", s.min_samples);
+    s.max_samples = integer_or(m, "max_samples", s.max_samples);
+    s.warmup_min_steps = integer_or(m, "warmup_min_steps", s.warmup_min_steps);
+    s.warmup_min_s = number_or(m, "warmup_min_s", s.warmup_min_s);
+    s.warmup_max_s = number_or(m, "warmup_max_s", s.warmup_max_s);
+    s.budget_s = number_or(m, "budget_s", s.budget_s);
+    s.latency_steps = integer_or(m, "latency_steps", s.latency_steps);
+    s.latency_budget_s = number_or(doc, "latency_budget_s", s.latency_budget_s);
+    spec.options.threads = static_cast<int>(integer_or(doc, "threads", 1));
+    spec.self_check_calls = integer_or(doc, "self_check_calls", 0);
+  } catch (const json::ParseError& e) {
+    throw UsageError(std::string("bad spec: ") + e.what());
+  }
+  const std::string problem = timing::validate(spec.settings);
+  if (!problem.empty()) throw UsageError("bad spec: " + problem);
+  if (spec.options.threads < 1) throw UsageError("bad spec: threads must be >= 1");
+  if (spec.self_check_calls < 0) throw UsageError("bad spec: self_check_calls must be >= 0");
+  return spec;
+}
+
+std::vector<float> read_floats(const std::string& path, std::size_t count) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw RuntimeError("cannot read input " + path);
+  std::vector<float> data(count);
+  in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(count * 4));
+  if (in.gcount() != static_cast<std::streamsize>(count * 4) || in.peek() != EOF)
+    throw RuntimeError(path + " does not hold " + std::to_string(count) + " float32 values");
+  return data;
+}
+
+Tensor read_input(const Artifact& artifact, const json::Value& entry) {
+  Tensor tensor;
+  std::size_t count = 1;
+  for (const auto& dim : entry.at("shape").as_array()) {
+    tensor.shape.push_back(dim.as_integer());
+    count *= static_cast<std::size_t>(tensor.shape.back());
+  }
+  tensor.data = read_floats(artifact.path(entry.at("file").as_string()), count);
+  return tensor;
+}
+
+Artifact read_artifact(const std::string& dir) {
+  if (!is_directory(dir)) throw UsageError("artifact directory " + dir + " does not exist");
+  Artifact artifact;
+  artifact.dir = dir;
+  try {
+    artifact.manifest = json::parse_file(artifact.path("artifact.json"));
+    for (const auto& entry : artifact.manifest.at("inputs").as_array())
+      artifact.inputs.push_back(read_input(artifact, entry));
+  } catch (const json::ParseError& e) {
+    throw RuntimeError(std::string("bad artifact manifest: ") + e.what());
+  }
+  return artifact;
+}
+
+void write_floats(const std::string& path, const std::vector<float>& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(data.data()),
+            static_cast<std::streamsize>(data.size() * 4));
+  if (!out) throw RuntimeError("cannot write " + path);
+}
+
+void write_settings(json::Writer& w, const RunSpec& spec) {
+  const timing::Settings& s = spec.settings;
+  w.key("settings").begin_object();
+  w.key("target_rel_ci").value(s.target_rel_ci).key("min_sample_s").value(s.min_sample_s);
+  w.key("min_samples").value(s.min_samples).key("max_samples").value(s.max_samples);
+  w.key("warmup_min_steps").value(s.warmup_min_steps);
+  w.key("warmup_min_s").value(s.warmup_min_s).key("warmup_max_s").value(s.warmup_max_s);
+  w.key("budget_s").value(s.budget_s).key("latency_steps").value(s.latency_steps);
+  w.key("latency_budget_s").value(s.latency_budget_s);
+  w.key("threads").value(static_cast<long>(spec.options.threads));
+  w.end_object();
+}
+
+// Writes each output as raw float32 next to the artifact and describes it in the JSON.
+void write_outputs(json::Writer& w, const Artifact& artifact, const std::vector<Tensor>& outputs) {
+  w.key("outputs").begin_array();
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const std::string file = "native_output_" + std::to_string(i) + ".bin";
+    write_floats(artifact.path(file), outputs[i].data);
+    w.begin_object().key("file").value(file).key("shape").begin_array();
+    for (const auto dim : outputs[i].shape) w.value(static_cast<long>(dim));
+    w.end_array().end_object();
+  }
+  w.end_array();
+}
+
+// The harness checking itself: N back-to-back calls and one sync, timed with the steady clock
+// directly (not the method, not the injected clock), to compare with the method's batch time.
+double outside_wall_s(Runtime& runtime, long calls) {
+  const auto start = std::chrono::steady_clock::now();
+  for (long i = 0; i < calls; ++i) runtime.step();
+  runtime.sync();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::unique_ptr<Runtime> create_runtime(const Registry& registry, const std::string& name) {
+  std::unique_ptr<Runtime> runtime = registry.create(name);
+  if (runtime) return runtime;
+  std::string known;
+  for (const auto& n : registry.names()) known += (known.empty() ? "" : ", ") + n;
+  throw UsageError("unknown runtime '" + name + "'; compiled in: " +
+                   (known.empty() ? "none" : known));
+}
+
+// Everything one run measured: raw values only, the summary is the Python side's.
+struct Measured {
+  double load_s = 0;
+  double prepare_s = 0;
+  double first_call_s = 0;
+  std::vector<Tensor> outputs;  // of the first call
+  timing::WarmupResult warm;
+  double calibration_step_s = 0;
+  timing::SampleResult samples;
+  std::vector<double> latency_s;
+  double self_check_s = 0;
+};
+
+// The worker's sequence (runner/worker.py _time_runner), after untimed load and prepare.
+Measured measure(Runtime& runtime, const Artifact& artifact, const RunSpec& spec,
+                 const timing::Clock& clock) {
+  Measured m;
+  double start = clock();
+  runtime.load(artifact, spec.options);
+  m.load_s = clock() - start;
+  start = clock();
+  runtime.prepare();
+  m.prepare_s = clock() - start;
+  const timing::Method method([&] { runtime.step(); }, [&] { runtime.sync(); }, clock);
+  m.first_call_s = method.time_call();
+  m.outputs = runtime.output();
+  m.warm = method.warm_up(spec.settings);
+  const auto& steps = m.warm.step_s;
+  m.calibration_step_s = stats::median(
+      std::vector<double>(steps.end() - std::min<std::size_t>(3, steps.size()), steps.end()));
+  const long per_sample = method.calibrate(spec.settings, m.calibration_step_s);
+  m.samples = method.collect_samples(spec.settings, per_sample);
+  m.latency_s = method.time_latency(spec.settings.latency_steps, spec.settings.latency_budget_s);
+  if (spec.self_check_calls > 0) m.self_check_s = outside_wall_s(runtime, spec.self_check_calls);
+  return m;
+}
+
+std::string result_json(const std::string& name, const Runtime& runtime, const Artifact& artifact,
+                        const RunSpec& spec, const Measured& m) {
+  json::Writer w;
+  w.begin_object();
+  w.key("schema_version").value(static_cast<long>(kSchemaVersion));
+  w.key("program").value(kMarker).key("pid").value(static_cast<long>(getpid()));
+  w.key("runtime").value(name).key("runtime_metadata").begin_object();
+  for (const auto& [k, v] : runtime.metadata()) w.key(k).value(v);
+  w.end_object();
+  write_settings(w, spec);
+  w.key("stages_s").begin_object().key("load").value(m.load_s);
+  w.key("prepare").value(m.prepare_s).end_object();
+  w.key("first_call_s").value(m.first_call_s);
+  w.key("warmup").begin_object().key("steps").value(m.warm.steps);
+  w.key("seconds").value(m.warm.seconds).key("step_s").numbers(m.warm.step_s);
+  w.key("steady").value(m.warm.steady).end_object();
+  w.key("calibration_step_s").value(m.calibration_step_s);
+  w.key("throughput").begin_object().key("steps_per_sample").value(m.samples.steps_per_sample);
+  w.key("sample_s").numbers(m.samples.sample_s).key("target_met").value(m.samples.target_met);
+  w.end_object();
+  w.key("latency").begin_object().key("step_s").numbers(m.latency_s).end_object();
+  if (spec.self_check_calls > 0) {
+    w.key("self_check").begin_object().key("calls").value(spec.self_check_calls);
+    w.key("wall_s").value(m.self_check_s).end_object();
+  }
+  write_outputs(w, artifact, m.outputs);
+  w.end_object();
+  return w.str();
+}
+
+int run(const std::vector<std::string>& args, const Registry& registry,
+        const timing::Clock& clock, std::ostream& out, std::ostream& err) {
+  const RunArgs parsed = parse_run_args(args);
+  const RunSpec spec = read_spec(parsed.spec_path);
+  const Artifact artifact = read_artifact(parsed.artifact_dir);
+  const std::string name = artifact.manifest.at("runtime").as_string();
+  std::unique_ptr<Runtime> runtime = create_runtime(registry, name);
+  err << "xlabench-native: loading " << name << " artifact from " << artifact.dir << "\n";
+  const Measured measured = measure(*runtime, artifact, spec, clock);
+  out << result_json(name, *runtime, artifact, spec, measured) << "\n";
+  return 0;
+}
+
+int list(const Registry& registry, std::ostream& out) {
+  json::Writer w;
+  w.begin_object().key("schema_version").value(static_cast<long>(kSchemaVersion));
+  w.key("program").value(kMarker).key("runtimes").begin_array();
+  for (const auto& name : registry.names()) w.value(name);
+  w.end_array().end_object();
+  out << w.str() << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, const Registry& registry,
+            const timing::Clock& clock, std::ostream& out, std::ostream& err) {
+  try {
+    if (args.size() == 1 && args[0] == "--list") return list(registry, out);
+    if (!args.empty() && args[0] == "run") return run(args, registry, clock, out, err);
+    throw UsageError(kUsage);
+  } catch (const UsageError& e) {
+    err << "xlabench-native: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    err << "xlabench-native: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace xlabench

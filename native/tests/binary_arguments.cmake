@@ -1,0 +1,22 @@
+# The built binary: --list works; bad arguments exit 2 and the last line of stderr is the one-line
+# reason (a runtime's SDK may log while it loads, before main runs).
+function(expect code)
+  execute_process(COMMAND ${BIN} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL code)
+    message(FATAL_ERROR "${BIN} ${ARGN}: exit ${rc}, expected ${code}; stderr: ${err}")
+  endif()
+  if(code EQUAL 2 AND NOT err MATCHES "(^|\n)xlabench-native: [^\n]+\n$")
+    message(FATAL_ERROR "${BIN} ${ARGN}: expected a last line 'xlabench-native: ...', got: ${err}")
+  endif()
+  set(last_out "${out}" PARENT_SCOPE)
+endfunction()
+
+file(MAKE_DIRECTORY ${WORK})
+expect(0 --list)
+if(NOT last_out MATCHES "\"program\":\"xlabench-native\"")
+  message(FATAL_ERROR "--list printed ${last_out}")
+endif()
+expect(2)
+expect(2 frobnicate)
+expect(2 run ${WORK})
+expect(2 run ${WORK}/missing --spec ${WORK}/missing.json)

@@ -1,0 +1,147 @@
+"""The native runner end to end: a real worker exports, xlabench-native times, a Record is stored.
+
+Skipped only where xlabench-native or its runtime is not built (`make setup` builds it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from xlabench.core import MeasureSettings, Spec, Status, UserError
+from xlabench.runner import Placement, execute, native
+from xlabench.store import ResultStore
+
+pytestmark = pytest.mark.slow
+QUICK = MeasureSettings(min_sample_s=0.02, budget_s=1.0, warmup_min_s=0.1, warmup_max_s=3.0,
+                        latency_steps=3)
+NEEDS_TF_C = pytest.mark.skipif("tf_c" not in native.compiled_runtimes(),
+                                reason="xlabench-native without tf_c (run `make setup`)")
+
+
+def _spec(mode: str, seed: int = 0) -> Spec:
+    return Spec("mobilenet_v3_small", "tensorflow", mode, 32, batch_size=2, seed=seed,
+                measure=QUICK, runner="native")
+
+
+@NEEDS_TF_C
+@pytest.mark.parametrize("mode", ["graph", "xla"])
+def test_tf_c_record_is_stored_with_native_samples(tmp_path: Path, mode: str) -> None:
+    with ResultStore(tmp_path / "r.db") as store:
+        record = execute(_spec(mode), store, timeout_s=600)
+        (row,) = store.rows()
+    assert record.ok, record.error
+    assert record.spec.runner == "native" and row["spec_id"] == record.spec_id
+    info = record.backend_info
+    # Only the C++ process writes these: a silent fall back to the Python loop has none.
+    assert info["runner"] == "native" and info["native_program"] == "xlabench-native"
+    assert info["native_runtime"] == "tf_c" and isinstance(info["native_pid"], int)
+    assert info["native_pid"] != os.getpid()
+    assert info["jit_compile"] is (mode == "xla")
+    assert info["native_settings"]["budget_s"] == QUICK.budget_s
+    assert record.parity is not None and record.parity.passed, record.parity
+    assert record.parity.reference_mode == "eager"
+    tp = record.throughput
+    assert tp is not None and len(tp.sample_s) >= 3 and tp.median_sps > 0
+    assert record.latency is not None and len(record.latency.step_s) == QUICK.latency_steps
+    stages = record.warmup.compile_stages_s
+    assert stages["export"] > 0 and stages["native_load"] > 0
+
+
+@NEEDS_TF_C
+def test_a_corrupt_artifact_is_a_failed_record(tmp_path: Path) -> None:
+    placement = Placement(env={native.FAULT_ENV: "corrupt"})
+    with ResultStore(tmp_path / "r.db") as store:
+        record = execute(_spec("graph", seed=1), store, timeout_s=600, placement=placement)
+        (row,) = store.rows()
+    assert record.status is Status.FAILED and row["status"] == "failed"
+    assert "xlabench-native exit 1: tf_c: loading SavedModel" in record.error
+    assert "\n" not in record.error
+
+
+def _artifact(directory: Path, runtime: str) -> None:
+    directory.mkdir(exist_ok=True)
+    (directory / "input.bin").write_bytes(b"\0" * 16)
+    manifest = {"runtime": runtime, "saved_model": "saved_model", "outputs": [],
+                "inputs": [{"file": "input.bin", "shape": [1, 4], "tensor": "x:0"}]}
+    (directory / "artifact.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        ("no directory", r"exit 2: artifact directory .* does not exist"),
+        ("bad manifest", r"exit 1: bad artifact manifest: .*artifact.json: JSON"),
+        ("unknown runtime", r"exit 2: unknown runtime 'nope'; compiled in: "),
+        ("missing model", r"exit 1: tf_c: loading SavedModel"),
+    ],
+)
+def test_binary_refuses_bad_artifacts_with_one_line(tmp_path: Path, damage: str,
+                                                    reason: str) -> None:
+    if damage == "missing model" and "tf_c" not in native.compiled_runtimes():
+        pytest.skip("xlabench-native without tf_c")
+    if native.binary() is None:
+        pytest.skip("xlabench-native is not built (run `make setup`)")
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps({"measure": {}, "threads": 1}), encoding="utf-8")
+    artifact = tmp_path / "artifact"
+    if damage != "no directory":
+        _artifact(artifact, "nope" if damage == "unknown runtime" else "tf_c")
+    if damage == "bad manifest":
+        (artifact / "artifact.json").write_text('{"runtime": "tf_c", "inputs": [', "utf-8")
+    with pytest.raises(native.NativeError, match=reason) as caught:
+        native._native_timed_phase(artifact, spec_path, 60, 1)
+    assert "\n" not in str(caught.value)
+
+
+def test_native_runner_refuses_what_is_not_compiled_in(tmp_path: Path, monkeypatch) -> None:
+    spec = Spec("mobilenet_v3_small", "jax", "xla", 32, runner="native")
+    monkeypatch.setenv(native.BINARY_ENV, str(tmp_path / "nowhere"))
+    with pytest.raises(UserError, match="xlabench-native is not built: run `make setup`"):
+        native.require_runtime(spec)
+    # A build with only tf_c: the jax/xla spec is refused with what to install.
+    only_tf = tmp_path / "xlabench-native"
+    only_tf.write_text('#!/bin/sh\necho \'{"runtimes": ["tf_c"]}\'\n', encoding="utf-8")
+    only_tf.chmod(0o755)
+    monkeypatch.setenv(native.BINARY_ENV, str(only_tf))
+    with pytest.raises(UserError, match=r"no pjrt runtime .*compiled in: tf_c.*xla-cpu-pjrt"):
+        native.require_runtime(spec)
+    native.require_runtime(Spec("mobilenet_v3_small", "tensorflow", "xla", 32, runner="native"))
+
+
+@pytest.mark.skipif("aoti" not in native.compiled_runtimes(),
+                    reason="xlabench-native without aoti (run `make setup`)")
+def test_aoti_package_runs_in_libtorch(tmp_path: Path) -> None:
+    # AOTInductor packaging is the slow part (a C++ build of the whole model): 32 px, batch 1.
+    spec = Spec("mobilenet_v3_small", "torch", "compiled", 32, batch_size=1, measure=QUICK,
+                runner="native")
+    with ResultStore(tmp_path / "r.db") as store:
+        record = execute(spec, store, timeout_s=900)
+    assert record.ok, record.error
+    info = record.backend_info
+    assert info["native_runtime"] == "aoti" and info["native_program"] == "xlabench-native"
+    assert info["native_metadata"]["intra_op_threads"] == str(info["threads"])
+    assert record.parity is not None and record.parity.passed, record.parity
+    assert record.warmup.compile_stages_s["package"] > 0
+    assert len(record.throughput.sample_s) >= 3
+
+
+@pytest.mark.skipif("pjrt" not in native.compiled_runtimes() or native.pjrt_plugin() is None,
+                    reason="xlabench-native without pjrt, or no xla-cpu-pjrt plugin")
+def test_pjrt_runs_the_jax_export_in_the_plugin(tmp_path: Path) -> None:
+    spec = Spec("mobilenet_v3_small", "jax", "xla", 32, batch_size=2, measure=QUICK,
+                runner="native")
+    with ResultStore(tmp_path / "r.db") as store:
+        record = execute(spec, store, timeout_s=600)
+    assert record.ok, record.error
+    info = record.backend_info
+    assert info["native_runtime"] == "pjrt" and info["native_program"] == "xlabench-native"
+    # Unused variables are dropped by jax.export and must not be fed.
+    assert 0 < info["kept_args"] <= info["all_args"]
+    assert info["plugin_package"] and info["same_compiler"] is False
+    assert info["native_metadata"]["pjrt_c_api"]
+    assert record.parity is not None and record.parity.passed, record.parity
+    assert record.warmup.compile_stages_s["native_prepare"] > 0  # the plugin's compile
