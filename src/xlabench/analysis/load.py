@@ -7,6 +7,7 @@ Derived columns (beside every flat column of `results` and its `id`):
     gmacs_per_image / gflops_per_image / params_m: costs in the units tables show.
     sample_sps: the raw per-sample throughputs (samples/s), for bootstrap intervals.
     ci_confidence: the confidence one process's own interval achieves.
+    runner: python, or native (timed by xlabench-native): part of what a configuration is.
 Each row is one worker process; `select.latest_per_config` combines a result's processes.
 """
 
@@ -50,7 +51,7 @@ def results_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     """The analysis frame from `ResultStore.rows_with_records()`-style dicts."""
     flat_rows = [_flatten(row) for row in rows]
     columns = ["id", *(name for name, _ in _FLAT), "steps_per_sample", "sample_s", "misbuilt",
-               "ci_confidence"]
+               "ci_confidence", "runner"]
     frame = pd.DataFrame(flat_rows, columns=columns)
     frame = _typed(frame)
     return _derive(frame)
@@ -64,6 +65,7 @@ def _flatten(row: dict[str, Any]) -> dict[str, Any]:
     flat["sample_s"] = list(throughput.get("sample_s") or [])
     flat["misbuilt"] = (record.get("provenance") or {}).get("misbuilt", "")
     flat["ci_confidence"] = throughput.get("ci_confidence")
+    flat["runner"] = (record.get("spec") or {}).get("runner", "python")
     return flat
 
 

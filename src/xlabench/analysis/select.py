@@ -15,7 +15,7 @@ from xlabench.measure import combine
 #: local runs) never replace each other; the latest successful local run of a config wins.
 CONFIG_KEYS = (
     "source", "origin", "device", "model", "resolution", "batch_size", "precision", "weights",
-    "tf32", "backend", "mode",
+    "tf32", "backend", "mode", "runner",
 )
 #: A baseline and a compiled run are a pair when they agree on everything but the mode.
 PAIR_KEYS = tuple(k for k in CONFIG_KEYS if k != "mode")
