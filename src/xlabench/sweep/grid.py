@@ -28,11 +28,14 @@ DEFAULT_TIMEOUT_S = 1800.0
 CLASSIFIER_KINDS = tuple(k for k in KINDS if k != "detector")
 #: Precisions each backend can run. Keras 3 applies dtype policies on every backend, so all
 #: three are allowed everywhere; a combination that fails on some device is stored as a failure.
-BACKEND_PRECISIONS: dict[str, tuple[str, ...]] = {b: PRECISIONS for b in BACKEND_MODES}
+#: The runtimes take what their exporters take: Keras' ONNX export needs the float32 policy,
+#: and OpenVINO's TensorFlow frontend refuses bfloat16 graphs ("Const of unknown type").
+BACKEND_PRECISIONS: dict[str, tuple[str, ...]] = {
+    **{b: PRECISIONS for b in BACKEND_MODES}, "openvino": ("fp32",), "onnxruntime": ("fp32",)}
 #: Backend order inside each model group: JAX first, because a JAX worker counts the model's
 #: MACs/FLOPs in-process; the other backends then reuse the cached costs instead of paying for
 #: a separate cost-counting worker.
-BACKEND_ORDER = ("jax", "tensorflow", "torch")
+BACKEND_ORDER = ("jax", "tensorflow", "torch", "openvino", "onnxruntime")
 
 #: Short measurement for `--preset demo` (and fine for smoke runs): precision is secondary.
 DEMO_MEASURE = MeasureSettings(
