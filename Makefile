@@ -10,7 +10,7 @@ export JAX_PLATFORMS ?= cpu
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup demo test lint unit zoo clean browser
+.PHONY: setup demo test lint unit zoo zoo-runtimes clean browser
 
 setup: $(STAMP)
 
@@ -41,11 +41,16 @@ unit: setup
 	$(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "not zoo" --ignore=tests/zoo tests
 
 # Every model builds and runs on TensorFlow (heavy ones and parameter counts included: its
-# builds and eager forward are the fastest); the light ones on JAX and torch too.
+# builds and eager forward are the fastest); the light ones on JAX and torch too. The TF run
+# also converts the models of up to 20M parameters for OpenVINO and ONNX Runtime (conversion
+# time grows with the weights: the larger ones are `zoo-runtimes`, by hand).
 zoo: setup
-	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m zoo tests/zoo
+	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not runtimes_heavy" tests/zoo
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params" tests/zoo
 	KERAS_BACKEND=torch $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params" tests/zoo
+
+zoo-runtimes: setup
+	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 3600 -m runtimes_heavy tests/zoo/test_runtimes_zoo.py
 
 test: setup browser lint unit zoo
 
