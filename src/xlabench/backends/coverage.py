@@ -37,18 +37,18 @@ class Outcome:
     seconds: float = 0.0
 
 
-def try_runtimes(model: Any, x: Any, threads: int = 1) -> dict[str, Outcome]:
-    """Convert `model` (fp32, Keras-on-TF) for every runtime and run it once on `x`."""
+def try_runtimes(model: Any, x: Any, threads: int = 1,
+                 runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, Outcome]:
+    """Convert `model` (fp32, Keras-on-TF) for each of `runtimes` and run it once on `x`."""
     reference = _flat(model(x, training=False))
     function, concrete = runtime.trace(model, x)
     host_x = runtime.host_input(x)
+    runs = {
+        "openvino": lambda: _run_openvino(concrete, host_x, threads),
+        "onnxruntime": lambda: _run_onnxruntime(function, x, host_x, threads),
+    }
     with _scratch():
-        return {
-            "openvino": _attempt("openvino", reference,
-                                 lambda: _run_openvino(concrete, host_x, threads)),
-            "onnxruntime": _attempt("onnxruntime", reference,
-                                    lambda: _run_onnxruntime(function, x, host_x, threads)),
-        }
+        return {name: _attempt(name, reference, runs[name]) for name in runtimes}
 
 
 @contextlib.contextmanager
