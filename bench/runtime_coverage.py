@@ -34,11 +34,13 @@ def main() -> None:
     parser.add_argument("--models", default="*", help="glob over registry names")
     parser.add_argument("--out", default="runtime_coverage.jsonl")
     parser.add_argument("--skip-heavy", action="store_true")
+    parser.add_argument("--min-params", type=float, default=0.0,
+                        help="only models with more parameters than this")
     parser.add_argument("--smallest-first", action="store_true",
                         help="by parameter count (conversion time grows with the weights)")
     args = parser.parse_args()
     entries = [e for e in REGISTRY if fnmatch.fnmatch(e.name, args.models)
-               and not (args.skip_heavy and e.heavy)]
+               and not (args.skip_heavy and e.heavy) and e.params > args.min_params]
     if args.smallest_first:
         entries.sort(key=lambda e: e.params)
     with open(args.out, "w", encoding="utf-8") as out:
@@ -60,8 +62,12 @@ def survey(entry) -> dict:
     try:
         model = build_model(entry, resolution)
         x = keras.random.uniform((1, resolution, resolution, 3), 0.0, 255.0, seed=1)
-        outcomes = try_runtimes(model, x)
+        # A runtime the registry flags for this model is not converted again (it costs as much
+        # as a good conversion): the row gives the flag's reason; the zoo test checks it holds.
+        flagged = {r: entry.unsupported_reason(r) for r in RUNTIMES if entry.unsupported_reason(r)}
+        outcomes = try_runtimes(model, x, runtimes=tuple(r for r in RUNTIMES if r not in flagged))
         row.update({name: dataclasses.asdict(o) for name, o in outcomes.items()})
+        row.update({r: {"ok": False, "reason": f"flagged: {why}"} for r, why in flagged.items()})
     except Exception as exc:  # noqa: BLE001 (a model that does not build is reported too)
         row.update({r: {"ok": False, "reason": f"build: {type(exc).__name__}: {exc}"[:300]}
                     for r in RUNTIMES})
