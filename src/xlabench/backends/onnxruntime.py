@@ -94,6 +94,7 @@ def compile_model(model: Any, x: Any, mode: str, threads: int, info: dict[str, A
 
 def convert(function: Any, x: Any) -> str:
     """tf2onnx of the traced function, as Keras' ONNX export calls it; returns the file."""
+    import onnx
     import tf2onnx
 
     try:  # Keras' own numpy-2 fixes for tf2onnx, applied by model.export(format="onnx") too
@@ -103,8 +104,26 @@ def convert(function: Any, x: Any) -> str:
     except ImportError:  # Keras moved it: tf2onnx as installed
         pass
     path = os.path.join(runtime.artifacts_dir(), "model.onnx")
-    tf2onnx.convert.from_function(function, function.input_signature, output_path=path)
+    proto, _ = tf2onnx.convert.from_function(function, function.input_signature)
+    _freeze_captured_constants(proto, function.get_concrete_function())
+    onnx.save(proto, path)
     return path
+
+
+def _freeze_captured_constants(proto: Any, concrete: Any) -> None:
+    """Captured constant tensors (e.g. the mean/variance EfficientNet's Normalization holds as
+    plain tensors, not variables) come out of tf2onnx as extra graph inputs the caller would
+    have to feed: make them initializers, as the variables are."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    values = {internal.name: external for external, internal in concrete.graph.captures
+              if hasattr(external, "numpy") and external.dtype != "resource"}
+    for graph_input in list(proto.graph.input):
+        if graph_input.name in values:
+            array = np.asarray(values[graph_input.name].numpy())
+            proto.graph.initializer.append(numpy_helper.from_array(array, graph_input.name))
+            proto.graph.input.remove(graph_input)
 
 
 def compile_file(path: str, mode: str, threads: int, info: dict[str, Any],

@@ -96,7 +96,7 @@ def compile_model(model: Any, x: Any, precision: str, threads: int,
 def compile_traced(concrete: Any, precision: str, threads: int, info: dict[str, Any],
                    stages: dict[str, float], ov: Any) -> Any:
     """convert -> save -> read -> compile of a traced function (shared with the zoo test)."""
-    ov_model = runtime.timed(stages, "convert", ov.convert_model, concrete)
+    ov_model = runtime.timed(stages, "convert", _convert, concrete, info, ov)
     path = os.path.join(runtime.artifacts_dir(), "model.xml")
     runtime.timed(stages, "save", ov.save_model, ov_model, path, compress_to_fp16=False)
     core = ov.Core()
@@ -109,6 +109,25 @@ def compile_traced(concrete: Any, precision: str, threads: int, info: dict[str, 
                                       if op.get_type_name() == "Constant"})
     _check_precision(info["openvino_properties"], config)
     return compiled.create_infer_request()
+
+
+def _convert(concrete: Any, info: dict[str, Any], ov: Any) -> Any:
+    """convert_model, keeping only the function's own outputs.
+
+    Keras' swish/gelu use tf.custom_gradient, whose IdentityN nodes carry extra (gradient)
+    outputs; OpenVINO's TF frontend turns every dangling one into a model result
+    (EfficientNet-B0: 50 results instead of 1). Computing them would cost time and defeat
+    fusions, so they go, matched by the function's output tensor names.
+    """
+    ov_model = ov.convert_model(concrete)
+    wanted = [t.name for t in concrete.outputs]
+    kept = [next((o for o in ov_model.outputs if name in o.get_names()), None) for name in wanted]
+    if any(o is None for o in kept):  # names not kept by this OpenVINO: the frontend's order
+        kept = list(ov_model.outputs[: len(wanted)])
+    info["openvino_dropped_outputs"] = len(ov_model.outputs) - len(kept)
+    if len(kept) == len(ov_model.outputs):
+        return ov_model
+    return ov.Model(kept, ov_model.get_parameters(), ov_model.get_friendly_name())
 
 
 def reported_properties(compiled: Any) -> dict[str, str]:
