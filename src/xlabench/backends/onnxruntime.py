@@ -106,8 +106,33 @@ def convert(function: Any, x: Any) -> str:
     path = os.path.join(runtime.artifacts_dir(), "model.onnx")
     proto, _ = tf2onnx.convert.from_function(function, function.input_signature)
     _freeze_captured_constants(proto, function.get_concrete_function())
+    _rewrite_erfc(proto)
     onnx.save(proto, path)
     return path
+
+
+def _rewrite_erfc(proto: Any) -> None:
+    """tf2onnx 1.17 emits `Erfc`, which ONNX does not have (TF's exact GELU is
+    0.5 * x * erfc(-x / sqrt 2): every Keras model with GELU, ViT to ConvNeXt, is refused
+    as an invalid graph). Rewrite each as 1 - Erf(x), the same function."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    nodes = list(proto.graph.node)
+    if not any(n.op_type == "Erfc" for n in nodes):
+        return
+    one = "xlabench_erfc_one"
+    proto.graph.initializer.append(numpy_helper.from_array(np.array(1.0, np.float32), one))
+    rewritten = []
+    for node in nodes:
+        if node.op_type != "Erfc":
+            rewritten.append(node)
+            continue
+        erf_out = f"{node.output[0]}_erf"
+        rewritten.append(helper.make_node("Erf", [node.input[0]], [erf_out], f"{node.name}_erf"))
+        rewritten.append(helper.make_node("Sub", [one, erf_out], [node.output[0]], node.name))
+    del proto.graph.node[:]
+    proto.graph.node.extend(rewritten)
 
 
 def _freeze_captured_constants(proto: Any, concrete: Any) -> None:
