@@ -13,7 +13,7 @@ export PYTHONUNBUFFERED := 1
 NATIVE_BUILD := build/native
 CMAKE_GENERATOR ?= $(if $(shell command -v ninja 2>/dev/null),Ninja,Unix Makefiles)
 
-.PHONY: setup demo test lint unit zoo clean browser native native-build native-tools
+.PHONY: setup demo test lint unit zoo zoo-runtimes clean browser native native-build native-tools
 
 setup: $(STAMP) native-build
 
@@ -60,11 +60,16 @@ unit: setup
 	$(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "not zoo" --ignore=tests/zoo tests
 
 # Every model builds and runs on TensorFlow (heavy ones and parameter counts included: its
-# builds and eager forward are the fastest); the light ones on JAX and torch too.
+# builds and eager forward are the fastest); the light ones on JAX and torch too. The TF run
+# also converts the models of up to 20M parameters for OpenVINO and ONNX Runtime (conversion
+# time grows with the weights: the larger ones are `zoo-runtimes`, by hand).
 zoo: setup
-	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m zoo tests/zoo
+	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not runtimes_heavy" tests/zoo
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params" tests/zoo
 	KERAS_BACKEND=torch $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params" tests/zoo
+
+zoo-runtimes: setup
+	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 3600 -m runtimes_heavy tests/zoo/test_runtimes_zoo.py
 
 test: setup browser lint native unit zoo
 

@@ -9,10 +9,12 @@ import pytest
 
 from xlabench.core import BACKEND_MODES, UserError
 from xlabench.sweep import build_config, expand, load_toml
-from xlabench.sweep.grid import CLASSIFIER_KINDS, DEMO_MEASURE, GPU_MODELS
+from xlabench.sweep.grid import CLASSIFIER_KINDS, DEMO_MEASURE, FRAMEWORKS, GPU_MODELS
 from xlabench.zoo import REGISTRY
 
-ALL_PAIRS = sum(len(modes) for modes in BACKEND_MODES.values())
+#: The study's and the demo's pairs: the three frameworks' modes (not the deployment runtimes).
+FRAMEWORK_PAIRS = {f"{b}/{m}" for b in FRAMEWORKS for m in BACKEND_MODES[b]}
+ALL_PAIRS = len(FRAMEWORK_PAIRS)
 
 
 def _pairs(specs) -> Counter[str]:
@@ -40,7 +42,9 @@ def test_mode_list_applies_per_backend() -> None:
     config = build_config(overrides={"models": "mobilenet_v3_small", "resolutions": "32",
                                      "modes": "eager,xla,compiled,graph"})
     grid = expand(config)
-    assert _pairs(grid.specs) == {f"{b}/{m}": 1 for b, ms in BACKEND_MODES.items() for m in ms}
+    asked = {"eager", "xla", "compiled", "graph"}  # onnxruntime's basic is not asked for
+    assert _pairs(grid.specs) == {f"{b}/{m}": 1 for b, ms in BACKEND_MODES.items() for m in ms
+                                  if m in asked}
     assert grid.skipped["mode compiled not available on jax"] == 1
     assert grid.skipped["mode graph not available on torch"] == 1
 
@@ -78,7 +82,7 @@ def test_study_preset() -> None:
         else:
             assert spec.resolution == entry.default_resolution
         assert (spec.batch_size, spec.precision, spec.repeat) == (4, "fp32", 0)
-    assert set(_pairs(grid.specs)) == {f"{b}/{m}" for b, ms in BACKEND_MODES.items() for m in ms}
+    assert set(_pairs(grid.specs)) == FRAMEWORK_PAIRS
 
 
 def test_study_preset_narrowed_by_kind_and_backend() -> None:
@@ -213,3 +217,18 @@ def test_cli_dry_run_prints_plan_and_creates_nothing(run_cli, tmp_path: Path) ->
     assert "configurations in the grid" in out and "tensorflow/graph" in out
     assert "torch/compiled" in out and "estimate: none yet" in out
     assert not (tmp_path / "xlabench.db").exists()
+
+
+def test_runtime_backends_sweep_fp32_only_after_the_frameworks() -> None:
+    config = build_config(overrides={"models": "mobilenet_v3_small", "resolutions": "32",
+                                     "backends": "onnxruntime,openvino,jax",
+                                     "precisions": "fp32,bf16"})
+    grid = expand(config)
+    backends = list(dict.fromkeys(s.backend for s in grid.specs))
+    assert backends == ["jax", "openvino", "onnxruntime"]
+    runtime_specs = [s for s in grid.specs if s.backend != "jax"]
+    assert {s.precision for s in runtime_specs} == {"fp32"}
+    assert _pairs(runtime_specs).keys() == {"openvino/compiled", "onnxruntime/basic",
+                                            "onnxruntime/compiled"}
+    assert grid.skipped == {"openvino has no bf16 precision": 1,
+                            "onnxruntime has no bf16 precision": 2}

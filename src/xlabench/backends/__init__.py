@@ -17,6 +17,8 @@ _MODULES = {
     "tensorflow": "xlabench.backends.tensorflow",
     "jax": "xlabench.backends.jax",
     "torch": "xlabench.backends.torch",
+    "openvino": "xlabench.backends.openvino",
+    "onnxruntime": "xlabench.backends.onnxruntime",
 }
 
 

@@ -8,19 +8,24 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.cli.commands import int_arg
-from xlabench.core import BACKEND_MODES, UserError
+from xlabench.core import BACKEND_MODES, COMPILED_MODES, UserError
 from xlabench.store import DEFAULT_DB, ResultStore
 from xlabench.store.importer import read_study_csv, split_new
 from xlabench.zoo import REGISTRY
 
 REPORT_PACKAGES = ("pandas", "plotly", "matplotlib")
 
+#: Backends with a baseline and a compiled mode of their own (openvino has no baseline mode).
+COMPARABLE_BACKENDS = [b for b, modes in BACKEND_MODES.items()
+                       if any(m not in COMPILED_MODES for m in modes)
+                       and any(m in COMPILED_MODES for m in modes)]
+
 
 def add_report(sub: Any) -> None:
     p = sub.add_parser("report", help="write an HTML report, PNG charts and findings.md")
     p.add_argument("--db", default=DEFAULT_DB, help="SQLite results file (default %(default)s)")
     p.add_argument("--out", default="report", help="output folder (default %(default)s)")
-    p.add_argument("--backend", default="tensorflow", choices=list(BACKEND_MODES),
+    p.add_argument("--backend", default="tensorflow", choices=COMPARABLE_BACKENDS,
                    help="whose compiled vs baseline mode is 'with and without XLA' "
                         "(default %(default)s, as the study)")
     p.add_argument("--baseline", default=None,

@@ -10,14 +10,24 @@ from typing import Any
 
 from xlabench.core.errors import UserError
 
-#: Modes per backend. The first mode of each backend is its eager baseline.
+#: Modes per backend. The first mode of each framework backend is its eager baseline.
 BACKEND_MODES: dict[str, tuple[str, ...]] = {
     "tensorflow": ("eager", "graph", "xla"),
     "jax": ("eager", "xla"),
     "torch": ("eager", "compiled"),
+    # Deployment runtimes: the Keras model exported (by Keras-on-TensorFlow) and run by the
+    # runtime. OpenVINO has no mode of its own without its compiler; ONNX Runtime's `basic`
+    # runs the graph with every graph optimisation disabled.
+    "openvino": ("compiled",),
+    "onnxruntime": ("basic", "compiled"),
 }
 #: Modes that run a whole-graph compiler (the study's "xla=True" column).
 COMPILED_MODES: frozenset[str] = frozenset({"xla", "compiled"})
+#: Parity reference of the runtime backends: Keras eager on the exporting backend, same
+#: weights and input (a mode of the reference only, never measured on its own).
+REFERENCE_MODE = "keras_eager"
+#: Backends whose parity reference is not their own first mode.
+RUNTIME_BACKENDS: frozenset[str] = frozenset({"openvino", "onnxruntime"})
 #: fp32: float32 everywhere; bf16: bfloat16 weights and compute;
 #: mixed: float32 weights, bfloat16 compute.
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "mixed")
@@ -27,6 +37,10 @@ BACKEND_PACKAGES: dict[str, tuple[str, str]] = {
     "tensorflow": ("tensorflow", "pip install 'xlabench[tensorflow]' (or: pip install tensorflow)"),
     "jax": ("jax", "pip install 'xlabench[jax]'  (or: pip install jax)"),
     "torch": ("torch", "pip install 'xlabench[torch]'  (or: pip install torch)"),
+    "openvino": ("openvino", "pip install 'xlabench[openvino]'  (or: pip install openvino "
+                 "tensorflow)"),
+    "onnxruntime": ("onnxruntime", "pip install 'xlabench[onnxruntime]'  (or: pip install "
+                    "onnxruntime onnx tf2onnx tensorflow)"),
 }
 #: Who runs the timed loop: the Python worker, or the C++ program xlabench-native on an
 #: exported artifact (native/). Each compiled mode has one native runtime.
@@ -144,7 +158,10 @@ class Spec:
 
     @property
     def baseline_mode(self) -> str:
-        """The eager mode of this spec's backend: the parity reference."""
+        """The parity reference: the eager mode of this spec's backend; for a deployment
+        runtime, Keras eager on the backend that exported the model (REFERENCE_MODE)."""
+        if self.backend in RUNTIME_BACKENDS:
+            return REFERENCE_MODE
         return BACKEND_MODES[self.backend][0]
 
     def to_dict(self) -> dict[str, Any]:

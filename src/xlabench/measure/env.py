@@ -17,7 +17,8 @@ import subprocess
 from functools import lru_cache
 from typing import Any
 
-PACKAGES = ("keras", "keras-hub", "tensorflow", "jax", "jaxlib", "torch", "numpy", "xlabench")
+PACKAGES = ("keras", "keras-hub", "tensorflow", "jax", "jaxlib", "torch", "numpy", "openvino",
+            "onnxruntime", "onnx", "tf2onnx", "xlabench")
 #: Environment variables that change what gets measured.
 RESULT_FLAGS = (
     "TF_XLA_FLAGS",

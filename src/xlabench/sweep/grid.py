@@ -30,11 +30,14 @@ DEFAULT_TIMEOUT_S = 1800.0
 CLASSIFIER_KINDS = tuple(k for k in KINDS if k != "detector")
 #: Precisions each backend can run. Keras 3 applies dtype policies on every backend, so all
 #: three are allowed everywhere; a combination that fails on some device is stored as a failure.
-BACKEND_PRECISIONS: dict[str, tuple[str, ...]] = {b: PRECISIONS for b in BACKEND_MODES}
+#: The runtimes take what their exporters take: Keras' ONNX export needs the float32 policy,
+#: and OpenVINO's TensorFlow frontend refuses bfloat16 graphs ("Const of unknown type").
+BACKEND_PRECISIONS: dict[str, tuple[str, ...]] = {
+    **{b: PRECISIONS for b in BACKEND_MODES}, "openvino": ("fp32",), "onnxruntime": ("fp32",)}
 #: Backend order inside each model group: JAX first, because a JAX worker counts the model's
 #: MACs/FLOPs in-process; the other backends then reuse the cached costs instead of paying for
 #: a separate cost-counting worker.
-BACKEND_ORDER = ("jax", "tensorflow", "torch")
+BACKEND_ORDER = ("jax", "tensorflow", "torch", "openvino", "onnxruntime")
 
 #: Short measurement for `--preset demo` (and fine for smoke runs): precision is secondary.
 DEMO_MEASURE = MeasureSettings(
@@ -123,9 +126,11 @@ class Grid:
 
 
 # ------------------------------------------------------------------------------------ presets
+#: The study's Keras backends (the deployment runtimes are added by presets that ask for them).
+FRAMEWORKS = ("tensorflow", "jax", "torch")
 _STUDY_COMMON: dict[str, Any] = {
     "batch_sizes": (4,), "precisions": ("fp32",), "repeats": 1,
-    "backends": ("tensorflow", "jax", "torch"), "modes": (),
+    "backends": FRAMEWORKS, "modes": (),
 }
 #: The variants in the study's published per-GPU tables (`shared/reference/`).
 STUDY_PUBLISHED_MODELS = (
@@ -174,6 +179,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "parts": ({
             "models": ("mobilenet_v3_small",), "resolutions": (64,),
             "batch_sizes": (4,), "precisions": ("fp32",), "measure": DEMO_MEASURE,
+            # the three frameworks: whether the demo shows the runtimes is decided with its
+            # time budget (issue 12), not by their registration
+            "backends": FRAMEWORKS,
         }, {
             "models": ("resnet50_v1",), "resolutions": (64,), "batch_sizes": (4,),
             "precisions": ("fp32",), "backends": ("tensorflow", "jax"), "measure": DEMO_MEASURE,

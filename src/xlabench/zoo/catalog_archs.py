@@ -57,6 +57,13 @@ RESNET_RS_PARAMS = {50: 35_745_288, 101: 63_724_296, 152: 86_773_256, 200: 93_38
                     270: 130_104_520, 350: 164_268_360, 420: 192_262_216}
 
 
+#: Measured with tf2onnx 1.17 / Keras 3.15 (bench/runtime_coverage.py): RegNets' grouped
+#: convolutions are the only ones in the registry.
+REGNET_ONNX = ("onnxruntime", "Keras-on-TensorFlow runs grouped convolutions as a nested "
+               "tf.function(jit_compile=True), which tf2onnx leaves as an unconverted "
+               "StatefulPartitionedCall: ONNX Runtime rejects the graph as invalid")
+
+
 def _regnet(block: str, size: str, millions: float) -> ModelEntry:
     name = f"regnet{block}_{size}"
     return ModelEntry(
@@ -65,7 +72,7 @@ def _regnet(block: str, size: str, millions: float) -> ModelEntry:
         rule=CNN_RULE, params=round(millions * 1e6), params_count="trainable",
         params_source=TIMM_RESULTS.format(row=f"{name}.pycls_in1k", millions=millions),
         paper="https://arxiv.org/abs/2003.13678", aliases=(f"regnet{block}{size}",),
-        study_resolutions=(224,), heavy=millions > 100,
+        study_resolutions=(224,), heavy=millions > 100, unsupported=(REGNET_ONNX,),
         notes="the 2023 study built regnet?_006/_008/_016 with the 008/016/002 constructors; "
         "xlabench builds what the name says",
     )

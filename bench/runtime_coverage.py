@@ -1,0 +1,87 @@
+"""Which registry models does each deployment runtime take? (a survey, not a test)
+
+Every model is built on Keras-on-TensorFlow at its smallest resolution (batch 1, seeded random
+weights), traced once, converted for OpenVINO and ONNX Runtime, run once on each and compared
+with the Keras eager output (xlabench.backends.coverage). Prints a markdown table and writes
+one JSON line per model to --out.
+
+    KERAS_BACKEND=tensorflow .venv/bin/python bench/runtime_coverage.py --out coverage.jsonl
+    KERAS_BACKEND=tensorflow .venv/bin/python bench/runtime_coverage.py --models resnet50_v1
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import fnmatch
+import gc
+import json
+import os
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras
+
+from xlabench.backends.base import seed_all
+from xlabench.backends.coverage import RUNTIMES, try_runtimes
+from xlabench.zoo import REGISTRY, build_model
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="*", help="glob over registry names")
+    parser.add_argument("--out", default="runtime_coverage.jsonl")
+    parser.add_argument("--skip-heavy", action="store_true")
+    parser.add_argument("--min-params", type=float, default=0.0,
+                        help="only models with more parameters than this")
+    parser.add_argument("--smallest-first", action="store_true",
+                        help="by parameter count (conversion time grows with the weights)")
+    args = parser.parse_args()
+    entries = [e for e in REGISTRY if fnmatch.fnmatch(e.name, args.models)
+               and not (args.skip_heavy and e.heavy) and e.params > args.min_params]
+    if args.smallest_first:
+        entries.sort(key=lambda e: e.params)
+    with open(args.out, "w", encoding="utf-8") as out:
+        for entry in entries:
+            row = survey(entry)
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            cells = [_cell(row[r]) for r in RUNTIMES]
+            print(f"| {entry.name} | {row['resolution']} | {' | '.join(cells)} | "
+                  f"{row['seconds']:.1f} |", flush=True)
+
+
+def survey(entry) -> dict:
+    start = time.perf_counter()
+    seed_all(0, "tensorflow")
+    resolution = entry.rule.smallest()
+    row: dict = {"model": entry.name, "family": entry.family, "heavy": entry.heavy,
+                 "resolution": resolution}
+    try:
+        model = build_model(entry, resolution)
+        x = keras.random.uniform((1, resolution, resolution, 3), 0.0, 255.0, seed=1)
+        # A runtime the registry flags for this model is not converted again (it costs as much
+        # as a good conversion): the row gives the flag's reason; the zoo test checks it holds.
+        flagged = {r: entry.unsupported_reason(r) for r in RUNTIMES if entry.unsupported_reason(r)}
+        outcomes = try_runtimes(model, x, runtimes=tuple(r for r in RUNTIMES if r not in flagged))
+        row.update({name: dataclasses.asdict(o) for name, o in outcomes.items()})
+        row.update({r: {"ok": False, "reason": f"flagged: {why}"} for r, why in flagged.items()})
+    except Exception as exc:  # noqa: BLE001 (a model that does not build is reported too)
+        row.update({r: {"ok": False, "reason": f"build: {type(exc).__name__}: {exc}"[:300]}
+                    for r in RUNTIMES})
+    keras.backend.clear_session()
+    gc.collect()
+    row["seconds"] = time.perf_counter() - start
+    return row
+
+
+def _cell(outcome: dict) -> str:
+    if not outcome["ok"]:
+        return f"fails: {outcome['reason']}"
+    return f"ok ({outcome['max_rel_diff']:.1e})"
+
+
+if __name__ == "__main__":
+    main()

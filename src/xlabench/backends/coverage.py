@@ -1,0 +1,112 @@
+"""Can each deployment runtime take this model? One in-process conversion and one run each.
+
+The zoo tests and `bench/runtime_coverage.py` use this to cover the whole registry cheaply: the
+model is traced once and that one graph serves both runtimes (the worker, which measures, does
+the same stages per runtime in its own process). Keras-on-TensorFlow only, like the backends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from xlabench.backends import onnxruntime as ort_backend
+from xlabench.backends import openvino as ov_backend
+from xlabench.backends import runtime
+
+RUNTIMES = ("openvino", "onnxruntime")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One runtime on one model: did it convert and run, how close to Keras, how long."""
+
+    runtime: str
+    ok: bool
+    reason: str = ""
+    max_rel_diff: float | None = None
+    outputs: int = 0
+    finite: bool = False
+    seconds: float = 0.0
+
+
+def try_runtimes(model: Any, x: Any, threads: int = 1,
+                 runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, Outcome]:
+    """Convert `model` (fp32, Keras-on-TF) for each of `runtimes` and run it once on `x`."""
+    reference = _flat(model(x, training=False))
+    function, concrete = runtime.trace(model, x)
+    host_x = runtime.host_input(x)
+    runs = {
+        "openvino": lambda: _run_openvino(concrete, host_x, threads),
+        "onnxruntime": lambda: _run_onnxruntime(function, x, host_x, threads),
+    }
+    with _scratch():
+        return {name: _attempt(name, reference, runs[name]) for name in runtimes}
+
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[None]:
+    """Artifacts in a directory deleted afterwards, as a worker's scratch directory is."""
+    before = os.environ.get(runtime.ARTIFACTS_ENV)
+    with tempfile.TemporaryDirectory(prefix="xlabench-coverage-") as path:
+        os.environ[runtime.ARTIFACTS_ENV] = path
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop(runtime.ARTIFACTS_ENV, None)
+            else:
+                os.environ[runtime.ARTIFACTS_ENV] = before
+
+
+def _run_openvino(concrete: Any, host_x: Any, threads: int) -> list[Any]:
+    import openvino as ov
+
+    stages: dict[str, float] = {}
+    request = ov_backend.compile_traced(concrete, "fp32", threads, {}, stages, ov)
+    return list(request.infer({0: host_x}).values())
+
+
+def _run_onnxruntime(function: Any, x: Any, host_x: Any, threads: int) -> list[Any]:
+    stages: dict[str, float] = {}
+    path = runtime.timed(stages, "convert", ort_backend.convert, function, x)
+    session, name = ort_backend.compile_file(path, "compiled", threads, {}, stages)
+    return session.run(None, {name: host_x})
+
+
+def _attempt(name: str, reference: list[np.ndarray], run: Any) -> Outcome:
+    start = time.perf_counter()
+    try:
+        outputs = [np.asarray(o, dtype=np.float64) for o in run()]
+    except Exception as exc:  # noqa: BLE001 (a refusal is the finding, not a crash)
+        text = str(exc) if isinstance(exc, runtime.ConversionError) else runtime.one_line(exc)
+        return Outcome(name, False, text, seconds=time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    finite = all(np.isfinite(o).all() for o in outputs)
+    if [o.shape for o in outputs] != [r.shape for r in reference]:
+        shapes = f"{[o.shape for o in outputs]} vs {[r.shape for r in reference]}"
+        return Outcome(name, False, f"output shapes differ: {shapes}", None, len(outputs),
+                       finite, seconds)
+    return Outcome(name, True, "", _max_rel_diff(outputs, reference), len(outputs), finite,
+                   seconds)
+
+
+def _flat(output: Any) -> list[np.ndarray]:
+    """The Keras output as float64 arrays, dict keys sorted (the traced graph's order)."""
+    import tensorflow as tf
+
+    return [np.asarray(t.numpy(), dtype=np.float64) for t in tf.nest.flatten(output)]
+
+
+def _max_rel_diff(outputs: list[np.ndarray], reference: list[np.ndarray]) -> float:
+    """max|out - ref| / max|ref|, as measure.parity computes it for the worker."""
+    diff = max(float(np.max(np.abs(o - r))) for o, r in zip(outputs, reference, strict=True))
+    scale = max(float(np.max(np.abs(r))) for r in reference)
+    return diff / scale if scale > 0 else (0.0 if diff == 0 else float("inf"))

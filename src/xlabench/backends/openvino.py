@@ -1,0 +1,152 @@
+"""OpenVINO: the Keras-on-TensorFlow graph converted to OpenVINO IR, compiled for the CPU.
+
+Stages of the first call (each timed): `export` (trace the Keras model into a concrete
+tf.function, as `model.export(format="openvino")` does on TensorFlow), `convert`
+(`openvino.convert_model` of that function), `save` (IR to the worker's scratch directory with
+`compress_to_fp16=False`: the default would store fp16 weights), `read` and `compile`
+(`Core.compile_model(..., "CPU")`). Every result-changing knob is set, and what the compiled
+model reports back is recorded: this CPU's default inference precision is bf16, so an fp32
+spec that did not say so would silently compare different arithmetic.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from xlabench.backends import runtime
+from xlabench.backends.base import Runner
+from xlabench.core.spec import Spec
+
+SYNC = runtime.SYNC
+DEVICE = "CPU"
+#: OpenVINO's name for the element type each spec precision asks for.
+INFERENCE_PRECISION = {"fp32": "f32", "bf16": "bf16"}
+#: Properties read back from the compiled model and stored with the record.
+REPORTED = ("INFERENCE_PRECISION_HINT", "EXECUTION_MODE_HINT", "PERFORMANCE_HINT",
+            "NUM_STREAMS", "INFERENCE_NUM_THREADS", "ENABLE_CPU_PINNING",
+            "ENABLE_HYPER_THREADING", "SCHEDULING_CORE_TYPE", "OPTIMAL_NUMBER_OF_INFER_REQUESTS")
+
+environment = runtime.environment
+make_input = runtime.make_input
+sync = runtime.sync
+to_numpy = runtime.to_numpy
+peak_device_memory_mb = runtime.peak_device_memory_mb
+
+_PRECISION: list[str] = []  # the spec's precision, set by setup (make_runner gets no spec)
+
+
+def setup(spec: Spec) -> dict[str, Any]:
+    import openvino as ov
+
+    if spec.precision not in INFERENCE_PRECISION:
+        raise runtime.ConversionError(
+            f"openvino runs fp32 or bf16 specs, not {spec.precision!r}")
+    _PRECISION[:] = [spec.precision]
+    return {
+        "framework": "openvino",
+        "framework_version": ov.get_version(),
+        "device": DEVICE,
+        **runtime.setup_exporter(spec),
+    }
+
+
+def compile_config(precision: str, threads: int) -> dict[str, Any]:
+    """The knobs we set (strings, as OpenVINO's property names take them)."""
+    return {
+        "INFERENCE_PRECISION_HINT": INFERENCE_PRECISION[precision],
+        # ACCURACY would override the precision hint; PERFORMANCE lets the hint decide.
+        "EXECUTION_MODE_HINT": "PERFORMANCE",
+        # One synchronous request per step, as every other backend: latency-style execution.
+        "PERFORMANCE_HINT": "LATENCY",
+        "NUM_STREAMS": "1",
+        "INFERENCE_NUM_THREADS": str(threads),
+    }
+
+
+def make_runner(model: Any, mode: str, x: Any) -> Runner:
+    if runtime.is_reference(mode):
+        return runtime.reference_runner(model, x)
+    precision = _PRECISION[0] if _PRECISION else "fp32"
+    runner = Runner(lambda: None)
+    host_x = runtime.host_input(x)
+    compiled: list[Any] = []
+
+    def step() -> Any:
+        if not compiled:  # first call: export, convert, save, read, compile; each timed
+            compiled.append(compile_model(model, x, precision, runtime.cpu_count(), runner.info))
+        request = compiled[0]
+        return list(request.infer({0: host_x}, share_inputs=True).values())
+
+    runner.step = step
+    return runner
+
+
+def compile_model(model: Any, x: Any, precision: str, threads: int,
+                  info: dict[str, Any]) -> Any:
+    """An infer request of the compiled model; stages and reported properties go to `info`."""
+    import openvino as ov
+
+    stages: dict[str, float] = {}
+    info["compile_stages_s"] = stages
+    _, concrete = runtime.timed(stages, "export", runtime.trace, model, x)
+    return compile_traced(concrete, precision, threads, info, stages, ov)
+
+
+def compile_traced(concrete: Any, precision: str, threads: int, info: dict[str, Any],
+                   stages: dict[str, float], ov: Any) -> Any:
+    """convert -> save -> read -> compile of a traced function (shared with the zoo test)."""
+    ov_model = runtime.timed(stages, "convert", _convert, concrete, info, ov)
+    path = os.path.join(runtime.artifacts_dir(), "model.xml")
+    runtime.timed(stages, "save", ov.save_model, ov_model, path, compress_to_fp16=False)
+    core = ov.Core()
+    read = runtime.timed(stages, "read", core.read_model, path)
+    config = compile_config(precision, threads)
+    compiled = runtime.timed(stages, "compile", core.compile_model, read, DEVICE, config)
+    info["openvino_config"] = config
+    info["openvino_properties"] = reported_properties(compiled)
+    info["ir_weight_types"] = sorted({op.get_element_type().get_type_name() for op in read.get_ops()
+                                      if op.get_type_name() == "Constant"})
+    _check_precision(info["openvino_properties"], config)
+    return compiled.create_infer_request()
+
+
+def _convert(concrete: Any, info: dict[str, Any], ov: Any) -> Any:
+    """convert_model, keeping only the function's own outputs.
+
+    Keras' swish/gelu use tf.custom_gradient, whose IdentityN nodes carry extra (gradient)
+    outputs; OpenVINO's TF frontend turns every dangling one into a model result
+    (EfficientNet-B0: 50 results instead of 1). Computing them would cost time and defeat
+    fusions, so they go, matched by the function's output tensor names.
+    """
+    ov_model = ov.convert_model(concrete)
+    wanted = [t.name for t in concrete.outputs]
+    kept = [next((o for o in ov_model.outputs if name in o.get_names()), None) for name in wanted]
+    if any(o is None for o in kept):  # names not kept by this OpenVINO: the frontend's order
+        kept = list(ov_model.outputs[: len(wanted)])
+    info["openvino_dropped_outputs"] = len(ov_model.outputs) - len(kept)
+    if len(kept) == len(ov_model.outputs):
+        return ov_model
+    return ov.Model(kept, ov_model.get_parameters(), ov_model.get_friendly_name())
+
+
+def reported_properties(compiled: Any) -> dict[str, str]:
+    """What the compiled model says it runs with (strings: enums print their names)."""
+    reported: dict[str, str] = {}
+    for name in REPORTED:
+        try:
+            value = compiled.get_property(name)
+        except RuntimeError:  # a property this device or version does not have
+            continue
+        # Element types print as "<Type: 'float32'>"; their short name is the hint's spelling.
+        reported[name] = value.get_type_name() if hasattr(value, "get_type_name") else str(value)
+    return reported
+
+
+def _check_precision(reported: dict[str, str], config: dict[str, Any]) -> None:
+    """Refuse to measure arithmetic other than the one asked for."""
+    got = reported.get("INFERENCE_PRECISION_HINT", "").lower()
+    wanted = config["INFERENCE_PRECISION_HINT"]
+    if got != wanted:
+        raise runtime.ConversionError(
+            f"OpenVINO compiled for inference precision {got or 'unknown'}, asked {wanted}")

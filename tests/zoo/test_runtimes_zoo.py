@@ -1,0 +1,65 @@
+"""Every registry model converted for OpenVINO and ONNX Runtime and run once (Keras-on-TF).
+
+Collected only when KERAS_BACKEND=tensorflow (see conftest.py): the runtimes take the
+Keras-on-TensorFlow graph. One trace per model serves both runtimes (xlabench.backends.coverage);
+the worker does the same stages per runtime in its own process when it measures. A model
+known not to convert is flagged in the registry (`unsupported`): the test then checks the
+refusal is still real on the family's smallest model (a refused conversion costs as much as a
+good one), so the flag goes when a converter learns the model. Models whose
+conversion costs too much for CI (`runtimes_heavy`: heavy ones and those over
+RUNTIME_PARAMS_LIMIT parameters) run with `make zoo-runtimes`.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import keras
+import numpy as np
+import pytest
+
+from xlabench.backends.base import seed_all
+from xlabench.backends.coverage import RUNTIMES, try_runtimes
+from xlabench.zoo import REGISTRY, ModelEntry, build_model
+
+#: Conversion time grows with the weights (both converters freeze every variable into the
+#: graph); above this many parameters a model's conversion is left to `make zoo-runtimes`.
+RUNTIME_PARAMS_LIMIT = 20_000_000
+RTOL_FP32 = 2e-3  # measure.parity's fp32 tolerance
+
+
+def _marks(entry: ModelEntry) -> list:
+    slow = entry.heavy or entry.params > RUNTIME_PARAMS_LIMIT
+    return [pytest.mark.runtimes_heavy] if slow else []
+
+
+def _first_of_family(entry: ModelEntry) -> bool:
+    return entry is min((e for e in REGISTRY if e.family == entry.family), key=lambda e: e.params)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_session():
+    seed_all(0, "tensorflow")
+    yield
+    keras.backend.clear_session()
+    gc.collect()
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=_marks(e)) for e in REGISTRY])
+def test_every_runtime_converts_and_runs_the_model(entry: ModelEntry) -> None:
+    resolution = entry.rule.smallest()
+    model = build_model(entry, resolution)
+    x = keras.random.uniform((1, resolution, resolution, 3), 0.0, 255.0, seed=1)
+    runtimes = tuple(r for r in RUNTIMES
+                     if not entry.unsupported_reason(r) or _first_of_family(entry))
+    outcomes = try_runtimes(model, x, runtimes=runtimes)
+    for name in runtimes:
+        outcome, known = outcomes[name], entry.unsupported_reason(name)
+        if known:  # the registry says it does not convert: check that is still true
+            assert not outcome.ok, f"{entry.name} now runs on {name}: drop its unsupported flag"
+            continue
+        assert outcome.ok, f"{entry.name} on {name}: {outcome.reason}"
+        assert outcome.finite, f"{entry.name} on {name} produced NaN/inf"
+        assert outcome.max_rel_diff <= RTOL_FP32, (
+            f"{entry.name} on {name}: max rel diff {outcome.max_rel_diff:.3g} vs Keras eager")
+    assert np.isfinite([o.seconds for o in outcomes.values()]).all()
