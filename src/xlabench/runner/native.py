@@ -26,9 +26,8 @@ from typing import Any
 import numpy as np
 
 from xlabench.core import Memory, Record, Spec, Status, UserError, Warmup, failure
-from xlabench.measure import interference
+from xlabench.measure import interference, summarize
 from xlabench.measure import parity as paritylib
-from xlabench.measure import summarize
 
 #: Overrides where the binary is looked up (default: build/native/ of this checkout, then PATH).
 BINARY_ENV = "XLABENCH_NATIVE"
