@@ -10,6 +10,8 @@ here is >= 0.75.
 
     .venv/bin/python bench/ci_coverage.py                       # the four default configurations
     .venv/bin/python bench/ci_coverage.py --repeats 6 --db /tmp/coverage.db
+    # add 3 runs of the first three configurations to a db, then judge every run stored in it
+    .venv/bin/python bench/ci_coverage.py --repeats 3 --configs 0 1 2 --all-in-db
 
 Run it on a quiet machine; a run flagged for interference is reported as such.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -46,6 +49,23 @@ def run_once(config: tuple[str, int, str, str], db: Path) -> dict:
     return {**result, "wall_s": wall_s}
 
 
+def stored_runs(config: tuple[str, int, str, str], db: Path) -> list[dict]:
+    """Every combined result of `config` in the db (earlier invocations included), oldest first;
+    `wall_s` is the sum of its processes' own wall times (the gaps between them are not kept)."""
+    model, resolution, backend, mode = config
+    query = """
+        SELECT c.result_json, (SELECT SUM(json_extract(p.record_json, '$.duration_s'))
+                               FROM results p WHERE p.result_id = c.result_id) AS wall_s
+        FROM combined_results c
+        WHERE c.status = 'ok' AND c.spec_id IN (
+            SELECT spec_id FROM results WHERE model = ? AND resolution = ? AND backend = ?
+            AND mode = ? AND batch_size = 4)
+        ORDER BY c.updated_at"""
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute(query, (model, resolution, backend, mode)).fetchall()
+    return [{**json.loads(text), "wall_s": wall_s or 0.0} for text, wall_s in rows]
+
+
 def summarize(runs: list[dict]) -> dict:
     medians = [r["median_sps"] for r in runs]
     pairs = [(a, b) for a in runs for b in runs if a is not b]
@@ -65,21 +85,31 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=6)
     parser.add_argument("--db", default="/tmp/xlabench-coverage.db")
+    parser.add_argument("--configs", type=int, nargs="+", choices=range(len(CONFIGS)),
+                        default=list(range(len(CONFIGS))), help="indices into CONFIGS")
+    parser.add_argument("--all-in-db", action="store_true",
+                        help="judge every stored run of the configurations, not only this one's")
     args = parser.parse_args()
     db = Path(args.db)
-    runs: dict[tuple, list[dict]] = {c: [] for c in CONFIGS}
+    chosen = [CONFIGS[i] for i in args.configs]
+    runs: dict[tuple, list[dict]] = {c: [] for c in chosen}
     for repeat in range(args.repeats):
-        for config in CONFIGS:
+        for config in chosen:
             result = run_once(config, db)
             runs[config].append(result)
             print(f"[{repeat + 1}/{args.repeats}] {config}: {result['median_sps']:.1f} samples/s "
                   f"[{result['ci_low_sps']:.1f}, {result['ci_high_sps']:.1f}] k={result['k']}"
                   f"{' FLAGGED' if result['flagged'] else ''} ({result['wall_s']:.0f} s)",
                   flush=True)
+    if args.all_in_db:
+        runs = {config: stored_runs(config, db) for config in chosen}
     print("\n| configuration | medians of the runs (samples/s) | spread | typical interval "
           "| pairwise coverage | processes per run | flagged runs | wall s per run |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for (model, resolution, backend, mode), found in runs.items():
+        if len(found) < 2:
+            print(f"| {model}@{resolution} b4 {backend}/{mode} | fewer than 2 runs |")
+            continue
         s = summarize(found)
         print(f"| {model}@{resolution} b4 {backend}/{mode} | {s['low']:.1f}-{s['high']:.1f} | "
               f"{100 * s['spread']:.1f}% | ±{100 * s['halfwidth']:.1f}% | "

@@ -109,7 +109,18 @@ def test_gpu_preset_covers_the_published_tables_and_every_family() -> None:
 def test_demo_preset() -> None:
     config = build_config("demo")
     grid = expand(config)
-    assert len(grid.specs) == ALL_PAIRS + 5  # every pair on MobileNet; TF and JAX on ResNet50
+    # MobileNet on every pair but torch/compiled, both runtimes and TF/XLA natively; ResNet50
+    # in TF graph and XLA
+    pairs = Counter(f"{s.model} {s.backend}/{s.mode} {s.runner}" for s in grid.specs)
+    mobilenet = {p for p in pairs if p.startswith("mobilenet_v3_small")}
+    assert len(mobilenet) == ALL_PAIRS - 1 + 2 + 1
+    assert "mobilenet_v3_small torch/compiled python" not in pairs
+    assert {"mobilenet_v3_small openvino/compiled python",
+            "mobilenet_v3_small onnxruntime/compiled python",
+            "mobilenet_v3_small tensorflow/xla native"} <= mobilenet
+    assert set(pairs) - mobilenet == {"resnet50_v1 tensorflow/graph python",
+                                      "resnet50_v1 tensorflow/xla python"}
+    assert max(pairs.values()) == 1
     assert {s.resolution for s in grid.specs} == {64}
     assert config.policy.min_processes == config.policy.max_processes == 3
     assert {s.measure for s in grid.specs} == {DEMO_MEASURE}

@@ -155,6 +155,9 @@ def _gpu_models() -> tuple[str, ...]:
 
 
 GPU_MODELS = _gpu_models()
+_DEMO_COMMON: dict[str, Any] = {
+    "resolutions": (64,), "batch_sizes": (4,), "precisions": ("fp32",), "measure": DEMO_MEASURE,
+}
 PRESETS: dict[str, dict[str, Any]] = {
     # The study's grid: each classifier at its own input size, detectors at 320 and 640; every
     # backend/mode pair (TF eager, graph, XLA; JAX eager, XLA; torch eager, compiled).
@@ -173,19 +176,21 @@ PRESETS: dict[str, dict[str, Any]] = {
         },),
         "timeout_s": 600.0,
     },
-    # `make demo`: every backend/mode on MobileNetV3Small, TensorFlow and JAX on ResNet50 (its
-    # torch.compile alone costs 40 s a process here), three processes each, CPU-sized.
+    # `make demo`: MobileNetV3Small on every backend/mode but torch.compile (its compile alone
+    # costs 85 s a process here, three processes a result), OpenVINO, ONNX Runtime and the C++
+    # runner; ResNet50 in TF graph and XLA, the study's comparison. Three processes each.
     "demo": {
-        "parts": ({
-            "models": ("mobilenet_v3_small",), "resolutions": (64,),
-            "batch_sizes": (4,), "precisions": ("fp32",), "measure": DEMO_MEASURE,
-            # the three frameworks: whether the demo shows the runtimes is decided with its
-            # time budget (issue 12), not by their registration
-            "backends": FRAMEWORKS,
-        }, {
-            "models": ("resnet50_v1",), "resolutions": (64,), "batch_sizes": (4,),
-            "precisions": ("fp32",), "backends": ("tensorflow", "jax"), "measure": DEMO_MEASURE,
-        }),
+        "parts": (
+            {**_DEMO_COMMON, "models": ("mobilenet_v3_small",), "backends": ("tensorflow", "jax")},
+            {**_DEMO_COMMON, "models": ("mobilenet_v3_small",), "backends": ("torch",),
+             "modes": ("eager",)},
+            {**_DEMO_COMMON, "models": ("mobilenet_v3_small",),
+             "backends": ("openvino", "onnxruntime"), "modes": ("compiled",)},
+            {**_DEMO_COMMON, "models": ("mobilenet_v3_small",), "backends": ("tensorflow",),
+             "modes": ("xla",), "runner": "native"},
+            {**_DEMO_COMMON, "models": ("resnet50_v1",), "backends": ("tensorflow",),
+             "modes": ("graph", "xla")},
+        ),
         "timeout_s": 600.0,
         "db": "demo.db",
         # three processes per configuration and no more: the demo shows the method, in minutes
