@@ -1,10 +1,12 @@
 """The native runner end to end: a real worker exports, xlabench-native times, a Record is stored.
 
-Skipped only where xlabench-native or its runtime is not built (`make setup` builds it).
+A runtime's tests skip where it is not built; `test_every_installed_sdk_is_built_in` fails when
+that is because the build missed an SDK that is installed, so a skip cannot hide a broken build.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -20,6 +22,21 @@ QUICK = MeasureSettings(min_sample_s=0.02, budget_s=1.0, warmup_min_s=0.1, warmu
                         latency_steps=3)
 NEEDS_TF_C = pytest.mark.skipif("tf_c" not in native.compiled_runtimes(),
                                 reason="xlabench-native without tf_c (run `make setup`)")
+
+
+#: runtime -> is the SDK it is built from installed here?
+INSTALLED_SDKS = {
+    "tf_c": lambda: importlib.util.find_spec("tensorflow") is not None,
+    "aoti": lambda: importlib.util.find_spec("torch") is not None,
+    "pjrt": lambda: native.pjrt_plugin() is not None,
+}
+
+
+def test_every_installed_sdk_is_built_in() -> None:
+    assert native.binary() is not None, "xlabench-native is not built: run `make setup`"
+    missing = [rt for rt, installed in INSTALLED_SDKS.items()
+               if installed() and rt not in native.compiled_runtimes()]
+    assert not missing, f"SDK installed but runtime not compiled in: {missing}"
 
 
 def _spec(mode: str, seed: int = 0) -> Spec:
