@@ -70,6 +70,20 @@ def test_a_hog_on_the_same_cpu_is_flagged() -> None:
     assert interference_reason(figures) is not None
 
 
+def test_a_busy_machine_is_said_before_starting() -> None:
+    cpus = tuple(sorted(os.sched_getaffinity(0)))
+    hogs = _hog(cpus, 4.0)
+    try:
+        time.sleep(0.3)  # let the hogs start
+        warning = interference.busy_before_start(1.0)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert warning is not None and warning.startswith("warning: the machine is busy")
+    assert "\n" not in warning and "of the CPUs" in warning
+
+
 def test_policy_thresholds() -> None:
     def figures(other: float, steal: float = 0.0) -> Interference:
         return Interference(wall_s=3.0, cpus=(0,), busy_frac=1.0, own_frac=1.0 - other,

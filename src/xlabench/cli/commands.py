@@ -13,6 +13,7 @@ from xlabench.cli.tables import format_result, format_table, models_output, resu
 from xlabench.core import BACKEND_MODES, PRECISIONS, WEIGHTS, MeasureSettings, Spec, UserError
 from xlabench.core.result import ResultPolicy
 from xlabench.core.spec import RUNNERS
+from xlabench.measure import interference
 from xlabench.runner import DEFAULT_TIMEOUT_S, native
 from xlabench.store import DEFAULT_DB, ResultStore
 from xlabench.store.export import full_csv, results_csv, study_csv
@@ -143,6 +144,7 @@ def run_command(args: argparse.Namespace) -> int:
     with ResultStore(args.db) as store:
         print(f"running {spec.label()}: at least {policy.min_processes} fresh worker processes "
               f"(timeout {args.timeout:g} s each)...", file=sys.stderr, flush=True)
+        warn_if_busy()
         result, records = run_result(spec, store, policy, sys.stderr, args.timeout)
     if args.json:
         print(json.dumps({"result": result.to_dict(),
@@ -153,6 +155,14 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"xlabench: {spec.label()}: {result.status}: {result.error}", file=sys.stderr)
         return 1
     return 0
+
+
+def warn_if_busy() -> None:
+    """Say before the first process whether the machine is already busy (it is not refused:
+    the processes it affects are flagged and re-run, and the user may want that)."""
+    warning = interference.busy_before_start()
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
 
 
 def add_results(sub: Any) -> None:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from xlabench.cli.commands import add_measure_args, add_policy_args
+from xlabench.cli.commands import add_measure_args, add_policy_args, warn_if_busy
 from xlabench.core.spec import RUNNERS
 from xlabench.runner import native
 from xlabench.sweep import PRESETS, Sweep, build_config, format_plan, format_summary, load_toml
@@ -98,6 +98,7 @@ def sweep_command(args: argparse.Namespace) -> int:
             print(plan_text)
             return 0
         print(plan_text, file=sys.stderr, flush=True)
+        warn_if_busy()
         summary = sweep.run(sys.stderr)
     print(format_summary(summary))
     return 0

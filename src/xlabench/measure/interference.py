@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xlabench.core.record import Interference
+from xlabench.core.result import interference_reason
 
 PROC_STAT = Path("/proc/stat")
 SELF_STAT = Path("/proc/self/stat")
@@ -114,3 +115,17 @@ def between(start: CpuSnapshot | None, end: CpuSnapshot | None) -> Interference 
         other_frac=max(0.0, busy - own), steal_frac=max(0.0, steal),
         cpu_mhz_start=start.mhz, cpu_mhz_end=end.mhz, mhz_source=start.mhz_source,
     )
+
+
+def busy_before_start(seconds: float = 1.0) -> str | None:
+    """One line saying the machine is busy right now (others above the flag threshold over
+    `seconds` of idling here), or None when it is quiet or /proc cannot be read. Said before a
+    run starts so a user learns it before paying for processes that will be flagged."""
+    start = snapshot()
+    time.sleep(seconds)
+    reason = interference_reason(between(start, snapshot()))
+    if reason is None:
+        return None
+    reason = reason.replace("its CPUs", "the CPUs")
+    return (f"warning: the machine is busy before starting: {reason} over {seconds:.0f} s; "
+            "processes measured now will be flagged and re-run")
