@@ -332,6 +332,37 @@ def test_achieved_gflops_against_the_fp32_peak() -> None:
     assert math.isnan(gflops.loc["b", "peak_gflops_s"])  # bf16: not the FP32 peak
 
 
+def test_achieved_gflops_on_a_cpu_uses_the_measured_peak_of_its_dtype(tmp_path: Path) -> None:
+    # 8.2 GFLOP per image x 100 images/s = 820 GFLOP/s achieved by every row.
+    records = [
+        make_record(model="f", accelerator="cpu"),
+        make_record(model="b", accelerator="cpu", precision="bf16"),
+        make_record(model="x", accelerator="cpu", precision="mixed"),
+        make_record(model="g", accelerator="a100"),  # same environment, a GPU row
+        make_record(model="gb", accelerator="a100", precision="bf16"),
+        make_record(model="o", accelerator="cpu").replace(env_id="e2"),  # never measured
+    ]
+    with ResultStore(tmp_path / "r.db") as store:
+        store.save_many(records)
+        store.put_peaks("e1", [{"dtype": "fp32", "gflops_s": 1640.0, "size": 2048},
+                               {"dtype": "bf16", "gflops_s": 8200.0, "size": 2048}])
+    gflops = achieved_gflops(load_results(tmp_path / "r.db")).set_index("model")
+    expected = {  # model: (peak GFLOP/s, % of peak, peak_source)
+        "f": (1640.0, 50.0, "measured matmul fp32"),
+        "b": (8200.0, 10.0, "measured matmul bf16"),
+        "x": (8200.0, 10.0, "measured matmul bf16"),  # mixed: bf16 matmuls
+        "g": (19500.0, 100 * 820 / 19500, "datasheet"),
+    }
+    for model, (peak, pct, source) in expected.items():
+        row = gflops.loc[model]
+        assert row["achieved_gflops_s"] == pytest.approx(820.0)
+        assert (row["peak_gflops_s"], row["pct_of_peak"]) == pytest.approx((peak, pct)), model
+        assert row["peak_source"] == source, model
+    for model in ("gb", "o"):  # a GPU's bf16 is not the CPU's peak; no peak for e2
+        assert math.isnan(gflops.loc[model, "peak_gflops_s"])
+        assert gflops.loc[model, "peak_source"] == ""
+
+
 def test_throughput_vs_batch_size_keeps_swept_configurations(grid: pd.DataFrame) -> None:
     swept = throughput_vs_batch_size(grid)
     # resnet50_v1 tensorflow/xla at 4, 8, 16; mobilenet_v1 jax/xla at 2 and 4

@@ -168,6 +168,25 @@ def test_chosen_slice_is_used(tmp_path: Path) -> None:
     assert family.charts[0].static_filter == {"device": "t4", "resolution": 224}
 
 
+def test_gflops_finding_says_which_peak_each_row_used(tmp_path: Path) -> None:
+    records = [make_record(model="c", accelerator="cpu"), make_record(model="g")]
+    with ResultStore(tmp_path / "r.db") as store:
+        store.save_many(records)
+        store.put_peaks("e1", [{"dtype": "fp32", "gflops_s": 1640.0},
+                               {"dtype": "bf16", "gflops_s": 8200.0}])
+    findings = build_findings(load_results(tmp_path / "r.db"), ReportOptions())
+    gflops = next(f for f in findings if f.key == "gflops")
+    runs, peaks = gflops.tables
+    assert "peak_source" in {c.key for c in runs.columns}
+    sources = dict(zip(runs.frame["model"], runs.frame["peak_source"], strict=True))
+    assert sources == {"c": "measured matmul fp32", "g": "datasheet"}
+    (chart,) = gflops.charts
+    assert "datasheet (a100)" in chart.note and "measured matmul fp32 (cpu)" in chart.note
+    assert {line.y for line in chart.hlines} == {19500.0, 1640.0}
+    measured = peaks.frame[peaks.frame["peak_source"] == "measured matmul fp32"]
+    assert measured[["device", "peak_tflops"]].values.tolist() == [["cpu", 1.64]]
+
+
 def test_write_report_to_a_new_nested_folder(tmp_path: Path) -> None:
     results = load_results(_db_with(tmp_path, [make_record()]))
     files = write_report(results, tmp_path / "a" / "b", ReportOptions(), "r.db")

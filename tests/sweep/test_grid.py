@@ -9,12 +9,21 @@ import pytest
 
 from xlabench.core import BACKEND_MODES, UserError
 from xlabench.sweep import build_config, expand, load_toml
-from xlabench.sweep.grid import CLASSIFIER_KINDS, DEMO_MEASURE, FRAMEWORKS, GPU_MODELS
+from xlabench.sweep.grid import (
+    CLASSIFIER_KINDS,
+    DEMO_MEASURE,
+    FRAMEWORKS,
+    GPU_MODELS,
+    RUNTIMES,
+)
 from xlabench.zoo import REGISTRY
 
-#: The study's and the demo's pairs: the three frameworks' modes (not the deployment runtimes).
+#: The demo's pairs: the three frameworks' modes (not the deployment runtimes).
 FRAMEWORK_PAIRS = {f"{b}/{m}" for b in FRAMEWORKS for m in BACKEND_MODES[b]}
 ALL_PAIRS = len(FRAMEWORK_PAIRS)
+#: Written out, not derived: a mode added to a runtime must be added to the presets' tests too.
+RUNTIME_PAIRS = {"openvino/compiled", "onnxruntime/basic", "onnxruntime/compiled"}
+STUDY_PAIRS = FRAMEWORK_PAIRS | RUNTIME_PAIRS
 
 
 def _pairs(specs) -> Counter[str]:
@@ -74,7 +83,7 @@ def test_study_preset() -> None:
     grid = expand(config)
     classifiers = [e for e in REGISTRY if e.kind in CLASSIFIER_KINDS]
     detectors = [e for e in REGISTRY if e.kind == "detector"]
-    assert len(grid.specs) == ALL_PAIRS * (len(classifiers) + 2 * len(detectors))
+    assert len(grid.specs) == len(STUDY_PAIRS) * (len(classifiers) + 2 * len(detectors))
     for spec in grid.specs:
         entry = REGISTRY.get(spec.model)
         if entry.kind == "detector":
@@ -82,7 +91,32 @@ def test_study_preset() -> None:
         else:
             assert spec.resolution == entry.default_resolution
         assert (spec.batch_size, spec.precision, spec.repeat) == (4, "fp32", 0)
-    assert set(_pairs(grid.specs)) == FRAMEWORK_PAIRS
+    assert set(_pairs(grid.specs)) == STUDY_PAIRS  # the runtimes beside the frameworks
+    assert {"openvino", "onnxruntime"} <= {s.backend for s in grid.specs}
+
+
+@pytest.fixture(scope="module")
+def runtimes_grid():
+    return expand(build_config("runtimes"))
+
+
+def test_runtimes_preset_runs_every_model(runtimes_grid) -> None:
+    assert RUNTIMES == ("openvino", "onnxruntime")
+    assert {s.model for s in runtimes_grid.specs} == {e.name for e in REGISTRY}
+    assert not runtimes_grid.skipped  # every default resolution is accepted
+    # per model: 6 backend/modes x batch 1 and 4
+    assert len(runtimes_grid.specs) == 6 * 2 * len(REGISTRY)
+
+
+@pytest.mark.parametrize("model", [e.name for e in REGISTRY])
+def test_runtimes_preset_per_model(runtimes_grid, model: str) -> None:
+    specs = [s for s in runtimes_grid.specs if s.model == model]
+    pairs = {"tensorflow/eager", "tensorflow/graph", "tensorflow/xla", *RUNTIME_PAIRS}
+    expected = {(pair, batch) for pair in pairs for batch in (1, 4)}
+    assert {(f"{s.backend}/{s.mode}", s.batch_size) for s in specs} == expected
+    assert len(specs) == len(expected)  # one of each, no repeats
+    default = REGISTRY.get(model).default_resolution
+    assert {(s.resolution, s.precision, s.runner) for s in specs} == {(default, "fp32", "python")}
 
 
 def test_study_preset_narrowed_by_kind_and_backend() -> None:
@@ -176,7 +210,8 @@ def test_unknown_kind_with_a_preset() -> None:
 
 
 def test_unknown_preset_and_key() -> None:
-    with pytest.raises(UserError, match="unknown preset 'paper'; choose from study, gpu, demo"):
+    with pytest.raises(UserError,
+                       match="unknown preset 'paper'; choose from study, gpu, demo, runtimes"):
         build_config("paper")
     with pytest.raises(UserError, match="unknown sweep setting 'batch'"):
         build_config(file_values={"batch": 4})
@@ -227,6 +262,7 @@ def test_cli_dry_run_prints_plan_and_creates_nothing(run_cli, tmp_path: Path) ->
     out = result.stdout
     assert "configurations in the grid" in out and "tensorflow/graph" in out
     assert "torch/compiled" in out and "estimate: none yet" in out
+    assert "openvino/compiled" in out and "onnxruntime/basic" in out
     assert not (tmp_path / "xlabench.db").exists()
 
 

@@ -175,7 +175,8 @@ def test_a_schema_1_database_loads_as_results_of_one_process(
     path = tmp_path / "v1.db"
     old = _v1_database(path, record_factory)
     with ResultStore(path) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 2
+        assert store.schema_version() == SCHEMA_VERSION == 3
+        assert store.get_peaks("e1") == {}  # v3 table made by the migration
         (record,) = store.records()
         assert record.interference is None and record.process.result_id == ""
         (row,) = store.result_rows()
@@ -205,3 +206,18 @@ def test_results_csv_has_one_row_per_result(tmp_path: Path, record_factory) -> N
     assert len(rows) == 1 and rows[0]["processes"] == "3" and rows[0]["ci_confidence"] == "0.95"
     assert float(rows[0]["throughput_sps"]) == pytest.approx((100 * 104 * 98) ** (1 / 3))
     assert len(study) == 1  # the study's CSV: one row per result, not per process
+
+
+def test_peaks_are_stored_per_environment_and_dtype(tmp_path: Path) -> None:
+    path = tmp_path / "p.db"
+    with ResultStore(path) as store:
+        store.put_peaks("envA", [{"dtype": "fp32", "gflops_s": 100.0, "size": 1024},
+                                 {"dtype": "bf16", "gflops_s": 900.0, "size": 2048}])
+        store.put_peaks("envB", [{"dtype": "fp32", "gflops_s": 50.0}])
+        store.put_peaks("envA", [{"dtype": "fp32", "gflops_s": 110.0, "size": 2048}])
+    with ResultStore(path) as store:  # survives reopening
+        peaks = store.get_peaks("envA")
+        assert peaks["fp32"] == {"dtype": "fp32", "gflops_s": 110.0, "size": 2048}  # replaced
+        assert peaks["bf16"]["gflops_s"] == 900.0
+        assert store.get_peaks("envC") == {}
+        assert set(store.all_peaks()) == {"envA", "envB"}

@@ -10,7 +10,8 @@ from xlabench.analysis.select import latest_per_config
 #: Dense FP32 peak (CUDA cores, no tensor cores) in TFLOP/s, from NVIDIA's datasheets.
 #: V100, H100 and H200 are the SXM parts (V100 PCIe: 14, H100 PCIe: 51), so a PCIe card's
 #: "% of peak" reads low. TF32 and bf16 use tensor cores with other peaks: those rows get none.
-#: CPUs are unknown (it depends on cores, clocks and vector width).
+#: CPUs have no datasheet peak (it depends on cores, clocks, vector width and matrix units):
+#: their rows use the matmul peak measured once per environment (`measure.peak`).
 PEAK_FP32_TFLOPS: dict[str, float] = {
     "a100": 19.5,
     "v100": 15.7,
@@ -28,22 +29,55 @@ CONFIG_BUT_BACKEND = (
 )
 
 
+PEAK_DATASHEET = "datasheet"
+#: Which measured peak a CPU row is read against: a `mixed` policy does its matmuls in bf16.
+MEASURED_PEAK_DTYPE = {"fp32": "fp32", "bf16": "bf16", "mixed": "bf16"}
+
+
 def achieved_gflops(results: pd.DataFrame) -> pd.DataFrame:
-    """GFLOP/s each configuration achieved, and its share of the device's FP32 peak.
+    """GFLOP/s each configuration achieved, and its share of the device's peak.
 
     Achieved = FLOPs per image x throughput, with XLA's cost-analysis FLOPs where stored and
-    2 x MACs otherwise (`flops_source` says which). The peak applies to fp32 runs with TF32 off.
+    2 x MACs otherwise (`flops_source` says which). GPUs: the FP32 datasheet peak, for fp32
+    runs with TF32 off. CPUs: the matmul peak measured for the row's environment in the row's
+    dtype (fp32; bf16 for bf16 and mixed). `peak_source` says which ("" when there is none).
     """
     runs = latest_per_config(results)
     runs = runs[runs["gflops_per_image"].notna()]
-    peak = runs["device"].map(lambda d: 1000 * PEAK_FP32_TFLOPS.get(str(d), float("nan")))
-    plain_fp32 = (runs["precision"] == "fp32") & (runs["tf32"] == 0)
-    peak = peak.where(plain_fp32)
+    datasheet = _datasheet_peak(runs)
+    measured, measured_source = _measured_peak(runs)
+    use_datasheet = datasheet.notna()
+    peak = datasheet.where(use_datasheet, measured)
+    source = pd.Series(PEAK_DATASHEET, index=runs.index, dtype=object).where(
+        use_datasheet, measured_source).where(peak.notna(), "")
     achieved = runs["gflops_per_image"] * runs["throughput_sps"]
     return runs.assign(
         achieved_gflops_s=achieved, peak_gflops_s=peak, pct_of_peak=100 * achieved / peak,
+        peak_source=source,
         flops_source=runs["flops_per_image"].notna().map({True: "xla cost", False: "2 x MACs"}),
     ).sort_values(["device", "achieved_gflops_s"], ascending=[True, False]).reset_index(drop=True)
+
+
+def _datasheet_peak(runs: pd.DataFrame) -> pd.Series:
+    """GFLOP/s from `PEAK_FP32_TFLOPS` for plain fp32 rows of a listed GPU, else NaN."""
+    peak = runs["device"].map(lambda d: 1000 * PEAK_FP32_TFLOPS.get(str(d), float("nan")))
+    plain_fp32 = (runs["precision"] == "fp32") & (runs["tf32"] == 0)
+    return peak.where(plain_fp32).astype("float64")
+
+
+def _measured_peak(runs: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """The measured matmul peak of CPU rows in their dtype, and its source name; NaN / ""
+    elsewhere (the measurement is of the CPU: a GPU row is never read against it)."""
+    peak = pd.Series(float("nan"), index=runs.index, dtype="float64")
+    source = pd.Series("", index=runs.index, dtype=object)
+    for precision, dtype in MEASURED_PEAK_DTYPE.items():
+        column = f"measured_peak_{dtype}_gflops_s"
+        if column not in runs:
+            continue
+        rows = (runs["device"] == "cpu") & (runs["precision"] == precision) & runs[column].notna()
+        peak = peak.where(~rows, runs[column])
+        source = source.where(~rows, f"measured matmul {dtype}")
+    return peak, source
 
 
 def throughput_vs_batch_size(results: pd.DataFrame) -> pd.DataFrame:

@@ -8,6 +8,8 @@ Derived columns (beside every flat column of `results` and its `id`):
     sample_sps: the raw per-sample throughputs (samples/s), for bootstrap intervals.
     ci_confidence: the confidence one process's own interval achieves.
     runner: python, or native (timed by xlabench-native): part of what a configuration is.
+    measured_peak_fp32_gflops_s / measured_peak_bf16_gflops_s: the matmul peak measured once
+        for the row's environment (`measure.peak`, table `device_peaks`); NaN if none.
 Each row is one worker process; `select.latest_per_config` combines a result's processes.
 """
 
@@ -28,8 +30,12 @@ FILTER_COLUMNS = ("device", "resolution", "backend", "mode", "precision")
 IMPORT_PREFIX = "import:"
 DERIVED_COLUMNS = (
     "device", "origin", "provenance", "gmacs_per_image", "gflops_per_image", "params_m",
-    "steps_per_sample", "sample_sps",
+    "steps_per_sample", "sample_sps", "measured_peak_fp32_gflops_s",
+    "measured_peak_bf16_gflops_s",
 )
+#: Measured peaks by environment id, then dtype: `ResultStore.all_peaks()`.
+Peaks = dict[str, dict[str, dict[str, Any]]]
+PEAK_DTYPES = ("fp32", "bf16")
 _FLAT = tuple((name, kind) for name, kind in RESULT_COLUMNS if name != "record_json")
 
 
@@ -44,17 +50,29 @@ def load_results(db_path: str | os.PathLike[str]) -> pd.DataFrame:
     """
     with ResultStore(db_path) as store:
         rows = store.rows_with_records()
-    return results_frame(rows)
+        peaks = store.all_peaks()
+    return results_frame(rows, peaks)
 
 
-def results_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """The analysis frame from `ResultStore.rows_with_records()`-style dicts."""
+def results_frame(rows: Iterable[dict[str, Any]], peaks: Peaks | None = None) -> pd.DataFrame:
+    """The analysis frame from `ResultStore.rows_with_records()`-style dicts, with the
+    measured peaks of each row's environment from `peaks` (`ResultStore.all_peaks()`)."""
     flat_rows = [_flatten(row) for row in rows]
     columns = ["id", *(name for name, _ in _FLAT), "steps_per_sample", "sample_s", "misbuilt",
                "ci_confidence", "runner"]
     frame = pd.DataFrame(flat_rows, columns=columns)
     frame = _typed(frame)
-    return _derive(frame)
+    return _with_peaks(_derive(frame), peaks or {})
+
+
+def _with_peaks(frame: pd.DataFrame, peaks: Peaks) -> pd.DataFrame:
+    columns = {
+        f"measured_peak_{dtype}_gflops_s": frame["env_id"].map(
+            lambda env, dtype=dtype: (peaks.get(str(env), {}).get(dtype) or {}).get(
+                "gflops_s", float("nan"))).astype("float64")
+        for dtype in PEAK_DTYPES
+    }
+    return frame.assign(**columns)
 
 
 def _flatten(row: dict[str, Any]) -> dict[str, Any]:

@@ -37,7 +37,9 @@ def add_sweep(sub: Any) -> None:
         "again skips configurations that already succeeded in this environment.",
     )
     p.add_argument("--preset", choices=list(PRESETS), default=None,
-                   help="study: the study's grid; demo: a small CPU grid (make demo)")
+                   help="study: the study's grid (with the runtimes); gpu: JAX and torch on a GPU; "
+                   "demo: a small CPU grid (make demo); runtimes: OpenVINO and ONNX Runtime "
+                   "against TensorFlow, batch 1 and 4")
     p.add_argument("--config", metavar="SWEEP.toml", default=None,
                    help="TOML file with the same keys as the flags (e.g. batch_sizes = [1, 4])")
     grid = p.add_argument_group("grid (comma-separated lists; repeatable)")
@@ -47,8 +49,9 @@ def add_sweep(sub: Any) -> None:
         ("--kinds", "cnn, transformer, mlp, hybrid, detector (default: all)"),
         ("--resolutions", "input sizes, or 'default' for each model's own (default: default)"),
         ("--batch-sizes", "batch sizes (default: 4)"),
-        ("--backends", "tensorflow, jax, torch (default: all)"),
-        ("--modes", "eager, graph, xla, compiled; each backend runs those it has (default: all)"),
+        ("--backends", "tensorflow, jax, torch, openvino, onnxruntime (default: all)"),
+        ("--modes", "eager, graph, xla, compiled, basic; each backend runs those it has "
+         "(default: all)"),
         ("--precisions", "fp32, bf16, mixed (default: fp32)"),
     ):
         grid.add_argument(flag, action="append", default=None, help=what)

@@ -257,36 +257,77 @@ def batch_size_finding(ctx: Context) -> Finding:
 
 
 def gflops_finding(ctx: Context) -> Finding:
-    """Achieved GFLOP/s against the device's FP32 peak."""
-    title = "Achieved GFLOP/s against the device's FP32 peak"
+    """Achieved GFLOP/s against the device's peak: the FP32 datasheet peak on a GPU, the
+    matmul peak measured for the environment on a CPU."""
+    title = "Achieved GFLOP/s against the device's peak"
     frame = achieved_gflops(ctx.results)
-    peaks = pd.DataFrame([{"device": d, "peak_tflops": p} for d, p in PEAK_FP32_TFLOPS.items()])
-    peak_table = Table("FP32 peaks used (dense, CUDA cores; SXM parts)", peaks,
-                       (Column("device", "device"), Column("peak_tflops", "TFLOP/s", "g")),
-                       note="CPUs: unknown. bf16, mixed and TF32 runs get no peak (tensor cores).",
-                       filterable=False)
+    peak_table = _peak_table(frame)
     if frame.empty:
         return Finding("gflops", title, tables=[peak_table], part="beyond",
                        empty="No successful run with a FLOP or MAC count.")
     devices = sorted({str(d) for d in frame["device"]} & set(PEAK_FP32_TFLOPS))
+    datasheet_lines = tuple(HLine(1000 * PEAK_FP32_TFLOPS[d], f"{d} FP32 peak (datasheet)",
+                                  {"device": d}) for d in devices)
     chart = ChartSpec(
         key="gflops", title=title, kind="scatter", data=frame, x="gflops_per_image",
         y="achieved_gflops_s", x_title="GFLOPs per image", y_title="achieved GFLOP/s",
         series="device", label="model", log_x=True, log_y=True,
-        hover=(*HOVER_RUN, ("achieved_gflops_s", "GFLOP/s"), ("pct_of_peak", "% of FP32 peak"),
-               ("flops_source", "FLOPs from")),
-        hlines=tuple(HLine(1000 * PEAK_FP32_TFLOPS[d], f"{d} FP32 peak", {"device": d})
-                     for d in devices),
-        note="FLOPs: XLA cost analysis where stored, else 2 x MACs. " + MARKER_NOTE,
+        hover=(*HOVER_RUN, ("achieved_gflops_s", "GFLOP/s"), ("pct_of_peak", "% of peak"),
+               ("peak_source", "peak from"), ("flops_source", "FLOPs from")),
+        hlines=datasheet_lines + _measured_lines(frame),
+        note=("FLOPs: XLA cost analysis where stored, else 2 x MACs. Peak: "
+              + _sources_note(frame) + ". " + MARKER_NOTE),
     )
     columns = (
         *PAIR_COLUMNS, Column("backend", "backend"), Column("mode", "mode"), SPS,
         Column("gflops_per_image", "GFLOPs/image", "g"),
         Column("achieved_gflops_s", "GFLOP/s", "int"), Column("peak_gflops_s", "peak", "int"),
-        Column("pct_of_peak", "% of peak", "g"), Column("flops_source", "FLOPs from"), PROVENANCE,
+        Column("pct_of_peak", "% of peak", "g"), Column("peak_source", "peak from"),
+        Column("flops_source", "FLOPs from"), PROVENANCE,
     )
     return Finding("gflops", title, [], [chart],
                    [Table("Achieved GFLOP/s", frame, columns), peak_table], part="beyond")
+
+
+def _sources_note(frame: pd.DataFrame) -> str:
+    """Which peaks the chart's rows were read against, e.g. "datasheet (a100), measured
+    matmul fp32 (cpu)"."""
+    used = frame[frame["peak_source"] != ""]
+    parts = [f"{source} ({', '.join(sorted({str(d) for d in group['device']}))})"
+             for source, group in used.groupby("peak_source")]
+    return ", ".join(parts) if parts else "none known for these rows"
+
+
+def _measured_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per measured peak the rows were read against: device, peak and its source."""
+    measured = frame[frame["peak_source"].str.startswith("measured")]
+    return measured[["device", "peak_gflops_s", "peak_source"]].drop_duplicates()
+
+
+def _measured_lines(frame: pd.DataFrame) -> tuple[HLine, ...]:
+    rows = _measured_rows(frame).itertuples()
+    return tuple(HLine(r.peak_gflops_s, f"{r.device} {r.peak_source} peak", {"device": r.device})
+                 for r in rows)
+
+
+def _peak_table(frame: pd.DataFrame) -> Table:
+    peaks = pd.DataFrame([{"device": d, "peak_tflops": p, "peak_source": "datasheet"}
+                          for d, p in PEAK_FP32_TFLOPS.items()])
+    measured = _measured_rows(frame) if not frame.empty else pd.DataFrame()
+    if not measured.empty:
+        measured = measured.assign(peak_tflops=measured["peak_gflops_s"] / 1000)
+        peaks = pd.concat([peaks, measured[["device", "peak_tflops", "peak_source"]]],
+                          ignore_index=True)
+    return Table("Peaks used", peaks,
+                 (Column("device", "device"), Column("peak_tflops", "TFLOP/s", "g"),
+                  Column("peak_source", "from")),
+                 note=("datasheet: dense FP32 on CUDA cores, SXM parts; bf16, mixed and TF32 "
+                       "GPU runs get none (tensor cores). measured matmul: CPUs, the best "
+                       "median of torch.matmul on square n x n matrices (2 n^3 FLOPs) with "
+                       "every thread of the environment, once per environment (sizes, "
+                       "threads and torch version in the database's device_peaks); mixed "
+                       "runs use the bf16 peak."),
+                 filterable=False)
 
 
 def backends_finding(ctx: Context) -> Finding:

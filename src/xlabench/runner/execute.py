@@ -1,4 +1,5 @@
-"""Run a spec with its model costs attached, and store the result."""
+"""Run a spec with its model costs attached, and store the result; measure the device's peak
+once per environment."""
 
 from __future__ import annotations
 
@@ -7,14 +8,24 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from xlabench.core import Costs, Record, Spec
-from xlabench.runner.isolate import DEFAULT_TIMEOUT_S, LOCAL, Placement, run_isolated
+from xlabench.measure.peak import MatmulPeak
+from xlabench.runner.isolate import (
+    DEFAULT_TIMEOUT_S,
+    LOCAL,
+    Placement,
+    current_env_id,
+    run_isolated,
+)
 from xlabench.store import ResultStore
 
 COSTS_TIMEOUT_S = 900.0
+#: The peak takes a few seconds; a minute means something is wrong (a loaded machine).
+PEAK_TIMEOUT_S = 120.0
 
 
 def compute_costs(
@@ -73,6 +84,7 @@ def execute(
     sweep_id: str | None = None,
 ) -> Record:
     """Run one spec locally, attach cached or fresh costs, store the record, return it."""
+    ensure_peaks(store)
     cached = store.get_costs(spec.model, spec.resolution)
     record = run_with_costs(spec, timeout_s, want_costs=cached is None, placement=placement)
     record = with_costs(record, cached)
@@ -88,3 +100,46 @@ def remember_costs(store: ResultStore, record: Record, cached: dict[str, Any] | 
             "params": costs.params, "macs_per_image": costs.macs_per_image,
             "flops_per_image": costs.flops_per_image, "method": costs.method,
         })
+
+
+def measure_peaks_isolated(
+    timeout_s: float = PEAK_TIMEOUT_S, worker_args: tuple[str, ...] = ()
+) -> tuple[dict[str, MatmulPeak], str]:
+    """The device's matmul peaks, measured in a fresh process with the default threads.
+
+    Returns:
+        The peaks by dtype ({} if they could not be measured) and why not ("" if measured).
+    """
+    with tempfile.TemporaryDirectory(prefix="xlabench-peak-") as tmp:
+        out = Path(tmp) / "peaks.json"
+        command = [sys.executable, "-m", "xlabench.measure.peak", str(out), *worker_args]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return {}, f"peak measurement timed out after {timeout_s:g} s"
+        if done.returncode != 0 or not out.exists():
+            return {}, (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        peaks = [MatmulPeak.from_dict(p) for p in json.loads(out.read_text())]
+    return {p.dtype: p for p in peaks}, ""
+
+
+def ensure_peaks(
+    store: ResultStore, env_id: str | None = None, timeout_s: float = PEAK_TIMEOUT_S,
+    worker_args: tuple[str, ...] = (), note: Callable[[str], None] | None = None,
+) -> dict[str, MatmulPeak]:
+    """The stored peaks of this machine's environment, measured and stored first if absent.
+
+    Once per environment: every record of it is read against the same peak, and a resumed or
+    second sweep does not measure again. A failed measurement stores nothing (the next run
+    tries again) and never stops a benchmark; `note` gets one line saying why.
+    """
+    env_id = env_id or current_env_id()
+    stored = store.get_peaks(env_id)
+    if stored:
+        return {dtype: MatmulPeak.from_dict(p) for dtype, p in stored.items()}
+    peaks, why = measure_peaks_isolated(timeout_s, worker_args)
+    if peaks:
+        store.put_peaks(env_id, [p.to_dict() for p in peaks.values()])
+    elif note is not None:
+        note(f"device peak not measured ({why}); CPU rows get no % of peak")
+    return peaks

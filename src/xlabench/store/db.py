@@ -68,7 +68,7 @@ def _read_version(path: Path) -> int:
 
 
 class ResultStore:
-    """Results and model costs in one SQLite file."""
+    """Results, model costs and measured device peaks in one SQLite file."""
 
     def __init__(self, path: str | os.PathLike[str] = DEFAULT_DB) -> None:
         self.path = Path(path)
@@ -247,6 +247,36 @@ class ResultStore:
                 (model, resolution, costs.get("params"), costs.get("macs_per_image"),
                  costs.get("flops_per_image"), costs.get("method", ""), utc_now()),
             )
+
+    # -------------------------------------------------------------------- peaks
+    def get_peaks(self, env_id: str) -> dict[str, dict[str, Any]]:
+        """The measured peaks of one environment, keyed by dtype ({} if never measured);
+        each is its method dict with `gflops_s`."""
+        return self.all_peaks(env_id).get(env_id, {})
+
+    def all_peaks(self, env_id: str | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+        """Measured peaks by environment id, then dtype (every environment by default)."""
+        sql = "SELECT env_id, dtype, gflops_s, method_json FROM device_peaks"
+        rows = (self._conn.execute(sql + " WHERE env_id = ?", (env_id,)) if env_id is not None
+                else self._conn.execute(sql))
+        found: dict[str, dict[str, dict[str, Any]]] = {}
+        for row in rows:
+            method = json.loads(row["method_json"])
+            found.setdefault(row["env_id"], {})[row["dtype"]] = {
+                **method, "gflops_s": row["gflops_s"]}
+        return found
+
+    def put_peaks(self, env_id: str, peaks: Iterable[dict[str, Any]]) -> None:
+        """Store an environment's peaks (dicts with `dtype`, `gflops_s` and how they were
+        measured), replacing any of the same dtype."""
+        with self._transaction() as conn:
+            for peak in peaks:
+                method = {k: v for k, v in peak.items() if k != "gflops_s"}
+                conn.execute(
+                    "INSERT OR REPLACE INTO device_peaks VALUES (?, ?, ?, ?, ?)",
+                    (env_id, peak["dtype"], float(peak["gflops_s"]),
+                     json.dumps(method, sort_keys=True), utc_now()),
+                )
 
 
 def record_to_row(record: Record, sweep_id: str | None) -> dict[str, Any]:

@@ -6,7 +6,7 @@ Record as JSON (raw samples, environment) so nothing measured is ever lost.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION = "xlabench"
 
 #: Flat columns of `results` derived from a Record, in order, with their SQL types.
@@ -91,6 +91,11 @@ _COMBINED_TABLE = ("CREATE TABLE combined_results ("
                    + ", ".join(f"{name} {kind}" for name, kind in COMBINED_COLUMNS) + ")")
 _COMBINED_INDEX = "CREATE INDEX combined_spec ON combined_results (spec_id, env_id)"
 _RESULT_INDEX = "CREATE INDEX results_result ON results (result_id)"
+# v3: the device's measured peak (matmul GFLOP/s per dtype), once per environment: every
+# record of that environment is read against it. `method_json` says how it was measured.
+_PEAKS_TABLE = ("CREATE TABLE device_peaks (env_id TEXT NOT NULL, dtype TEXT NOT NULL, "
+                "gflops_s REAL NOT NULL, method_json TEXT NOT NULL, created_at TEXT NOT NULL, "
+                "PRIMARY KEY (env_id, dtype))")
 
 CREATE_STATEMENTS: tuple[str, ...] = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -106,6 +111,7 @@ CREATE_STATEMENTS: tuple[str, ...] = (
     _COMBINED_TABLE,
     _COMBINED_INDEX,
     _RESULT_INDEX,
+    _PEAKS_TABLE,
 )
 
 #: MIGRATIONS[v] upgrades a database at version v to v + 1.
@@ -116,4 +122,5 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         _COMBINED_INDEX,
         _RESULT_INDEX,
     ),
+    2: (_PEAKS_TABLE,),
 }

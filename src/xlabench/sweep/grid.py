@@ -128,9 +128,11 @@ class Grid:
 # ------------------------------------------------------------------------------------ presets
 #: The study's Keras backends (the deployment runtimes are added by presets that ask for them).
 FRAMEWORKS = ("tensorflow", "jax", "torch")
+#: The deployment runtimes: the Keras-on-TensorFlow export run by another engine (fp32 only).
+RUNTIMES = ("openvino", "onnxruntime")
 _STUDY_COMMON: dict[str, Any] = {
     "batch_sizes": (4,), "precisions": ("fp32",), "repeats": 1,
-    "backends": FRAMEWORKS, "modes": (),
+    "backends": (*FRAMEWORKS, *RUNTIMES), "modes": (),
 }
 #: The variants in the study's published per-GPU tables (`shared/reference/`).
 STUDY_PUBLISHED_MODELS = (
@@ -160,7 +162,8 @@ _DEMO_COMMON: dict[str, Any] = {
 }
 PRESETS: dict[str, dict[str, Any]] = {
     # The study's grid: each classifier at its own input size, detectors at 320 and 640; every
-    # backend/mode pair (TF eager, graph, XLA; JAX eager, XLA; torch eager, compiled).
+    # backend/mode pair (TF eager, graph, XLA; JAX eager, XLA; torch eager, compiled), and the
+    # deployment runtimes (OpenVINO compiled; ONNX Runtime basic, compiled) beside them.
     "study": {
         "parts": (
             {**_STUDY_COMMON, "kinds": CLASSIFIER_KINDS, "resolutions": (DEFAULT_RESOLUTION,)},
@@ -195,6 +198,16 @@ PRESETS: dict[str, dict[str, Any]] = {
         "db": "demo.db",
         # three processes per configuration and no more: the demo shows the method, in minutes
         "policy": {"min_processes": 3, "max_processes": 3, "rerun_flagged": 1},
+    },
+    # The deployment runtimes against the TensorFlow graph they are exported from: every model
+    # at its own resolution, batch 1 (latency-bound serving) and 4, fp32 (all they take), on
+    # OpenVINO, ONNX Runtime basic/compiled and TF eager/graph/XLA for reference. Models a
+    # converter refuses are stored as `unsupported` with the reason: that is coverage data.
+    "runtimes": {
+        "parts": ({
+            "resolutions": (DEFAULT_RESOLUTION,), "batch_sizes": (1, 4),
+            "precisions": ("fp32",), "backends": ("tensorflow", *RUNTIMES), "modes": (),
+        },),
     },
 }
 

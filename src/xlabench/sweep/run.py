@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TextIO
 
 from xlabench.core import Record, Spec
 from xlabench.core.result import SAMPLING_TARGET_ENV, Result, ResultPolicy
-from xlabench.runner import with_costs
+from xlabench.runner import current_env_id, ensure_peaks, with_costs
 from xlabench.runner.execute import remember_costs
 from xlabench.store import ResultStore
 from xlabench.sweep.executors import (
@@ -142,6 +142,8 @@ class Sweep:
         hooks = _Hooks(costs, progress, scheduler)
         start_s = time.perf_counter()
         try:
+            if plan.todo:
+                measure_local_peaks(store, self.executor, progress.note)
             for batch in scheduler.batches():
                 progress.expect(len(batch))
                 for done in self.executor.run(batch, hooks):
@@ -201,6 +203,16 @@ class Sweep:
         self.close()
 
 
+def measure_local_peaks(
+    store: ResultStore, executor: Executor, note: Callable[[str], None]
+) -> None:
+    """The device's matmul peak, once per environment, before the first benchmark: a few
+    seconds, on the idle machine. Local executors only: the records of a Ray node carry that
+    node's environment, which this machine cannot measure (test executors run nothing)."""
+    if isinstance(executor, LocalExecutor):
+        ensure_peaks(store, current_env_id(), note=note)
+
+
 def save_record(store: ResultStore, record: Record, sweep_id: str) -> Record:
     """Attach the model's costs (cached, or counted by this worker), then store the record."""
     spec = record.spec
@@ -241,6 +253,7 @@ def run_result(
     costs = CostPlanner(store, [spec])
     hooks = _Hooks(costs, progress, scheduler)
     sweep_id = tracker.result_id
+    measure_local_peaks(store, executor, progress.note)
     for batch in scheduler.batches():
         progress.expect(len(batch))
         for done in executor.run(batch, hooks):
