@@ -83,8 +83,10 @@ def execute(
     placement: Placement = LOCAL,
     sweep_id: str | None = None,
 ) -> Record:
-    """Run one spec locally, attach cached or fresh costs, store the record, return it."""
-    ensure_peaks(store)
+    """Run one spec locally, attach cached or fresh costs, store the record, return it.
+
+    The device peak is not measured here: `run` and `sweep` measure it once per environment
+    (`sweep.run.measure_local_peaks`); one record alone does not need it."""
     cached = store.get_costs(spec.model, spec.resolution)
     record = run_with_costs(spec, timeout_s, want_costs=cached is None, placement=placement)
     record = with_costs(record, cached)
