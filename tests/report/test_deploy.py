@@ -7,6 +7,7 @@ import math
 import pandas as pd
 import pytest
 
+from tests.conftest import make_record
 from tests.report.conftest import deploy_records
 from tests.report.test_analysis import frame
 from xlabench.analysis import (
@@ -19,6 +20,7 @@ from xlabench.analysis import (
     memory_candidates,
     runtime_coverage,
 )
+from xlabench.core import Parity, Status
 from xlabench.report.beyond import beyond_findings
 from xlabench.report.deploy import deploy_finding
 from xlabench.report.html import html_page
@@ -157,7 +159,19 @@ def test_html_has_the_bound_inputs(finding: Finding) -> None:
 
 def test_empty_section() -> None:
     empty = deploy_finding(context(frame([])))
-    assert empty.empty and "No local result" in empty.empty and not empty.tables
+    assert empty.empty and "No local result:" in empty.empty and not empty.tables
+
+
+def test_failures_only_section_keeps_the_coverage() -> None:
+    failed = deploy_finding(context(frame([
+        make_record(status=Status.UNSUPPORTED, backend="openvino", mode="compiled"),
+        make_record(backend="openvino", mode="compiled").replace(
+            parity=Parity("keras_eager", 0.5, 0.2, 2e-3, False, "too far")),
+    ])))
+    assert failed.empty and "no runtime can be advised" in failed.empty
+    assert [t.title for t in failed.tables] == [
+        "Runtimes × model families: models ok / unsupported / failed"]
+    assert failed.tables[0].cells() == [["openvino/compiled", "1 / 0 / 0"]]
 
 
 def test_registered_last_in_beyond(results: pd.DataFrame) -> None:

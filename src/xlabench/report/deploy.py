@@ -39,17 +39,18 @@ def deploy_finding(ctx: Context) -> Finding:
     """Per model and device the fastest way, the bound picks, and the runtime coverage."""
     fastest = fastest_deployments(ctx.results)
     coverage = runtime_coverage(ctx.results)
-    if fastest.empty and coverage.empty:
+    if coverage.empty:
         return Finding(KEY, TITLE, part="beyond", empty=(
             "No local result: nothing was measured on this machine to choose a runtime from."))
+    if fastest.empty:  # only failures (or parity failures): still say which runtimes failed
+        return Finding(KEY, TITLE, tables=[_coverage_table(coverage)], part="beyond", empty=(
+            "No local result ran ok and passed parity: no runtime can be advised."))
     tables = [_fastest_table(fastest), _latency_table(ctx.results),
               _memory_table(ctx.results), _coverage_table(coverage)]
     return Finding(KEY, TITLE, _summary(fastest), [], tables, part="beyond")
 
 
 def _summary(fastest: pd.DataFrame) -> list[str]:
-    if fastest.empty:
-        return ["No local ok result passed parity: no runtime can be advised."]
     study = fastest["backend"].eq("tensorflow") & fastest["mode"].isin(("eager", "xla")) \
         & fastest["runner"].eq("python")
     clear = int(fastest["vs_runner_up"].eq("clear of runner-up").sum())
