@@ -100,3 +100,50 @@ def built_report(tmp_path_factory: pytest.TempPathFactory) -> Built:
 def study_csv_copy(tmp_path: Path) -> Path:
     """A private copy of the study's CSV (tests may not change the shared one)."""
     return Path(shutil.copy(STUDY_CSV, tmp_path / STUDY_CSV.name))
+
+
+def deploy_records() -> list[Record]:
+    """Runtimes where the deployment answer is known (see test_deploy.py).
+
+    resnet50_v1 @b4 on a100: TF eager 100, TF XLA 200, ONNX Runtime compiled 300 (parity
+    passed), OpenVINO 400 with FAILED parity, ONNX Runtime basic 350 with no parity check.
+    vit_b16 @b4: ONNX Runtime 300 against TF XLA 299 (intervals overlap).
+    resnet50_v1 @b1 (latency p99): ORT 500 sps 20 ms, TF XLA 300 sps 8 ms, TF eager 100 sps 5 ms.
+    mobilenet_v1 (peak host MB): ORT b8 900 sps 6000 MB, ORT b4 600 sps 3000 MB, TF XLA b4
+    200 sps 2000 MB. Coverage: ViT unsupported on OpenVINO, mixer failed then ok on ORT.
+    """
+    from xlabench.core import Latency
+    from xlabench.core.record import Memory
+
+    def run(model: str, backend: str, mode: str, sps: float, **spec: object) -> Record:
+        family = {"vit_b16": "ViT", "mobilenet_v1": "MobileNet_V1",
+                  "mixer_b16": "MLP-Mixer"}.get(model, "ResNet_V1")
+        return make_record(model=model, backend=backend, mode=mode, throughput=sps,
+                           family=family, **spec)
+
+    def lat(record: Record, p99_ms: float) -> Record:
+        return record.replace(latency=Latency(p99_ms / 2, p99_ms * 0.9, p99_ms, (0.001,)))
+
+    def mem(record: Record, host_mb: float) -> Record:
+        return record.replace(memory=Memory(peak_host_mb=host_mb))
+
+    bad = Parity("keras_eager", 0.5, 0.2, 2e-3, False, "too far")
+    return [
+        run("resnet50_v1", "tensorflow", "eager", 100.0),
+        run("resnet50_v1", "tensorflow", "xla", 200.0),
+        run("resnet50_v1", "onnxruntime", "compiled", 300.0),
+        run("resnet50_v1", "openvino", "compiled", 400.0).replace(parity=bad),
+        run("resnet50_v1", "onnxruntime", "basic", 350.0).replace(parity=None),
+        run("vit_b16", "tensorflow", "xla", 299.0),
+        run("vit_b16", "onnxruntime", "compiled", 300.0),
+        lat(run("resnet50_v1", "onnxruntime", "compiled", 500.0, batch_size=1), 20.0),
+        lat(run("resnet50_v1", "tensorflow", "xla", 300.0, batch_size=1), 8.0),
+        lat(run("resnet50_v1", "tensorflow", "eager", 100.0, batch_size=1), 5.0),
+        mem(run("mobilenet_v1", "onnxruntime", "compiled", 900.0, batch_size=8), 6000.0),
+        mem(run("mobilenet_v1", "onnxruntime", "compiled", 600.0), 3000.0),
+        mem(run("mobilenet_v1", "tensorflow", "xla", 200.0), 2000.0),
+        run("vit_b16", "openvino", "compiled", 1.0, status=Status.UNSUPPORTED),
+        run("mixer_b16", "onnxruntime", "compiled", 1.0, status=Status.FAILED),
+        run("mixer_b16", "onnxruntime", "compiled", 250.0),
+        run("mobilenet_v1", "openvino", "compiled", 1.0, status=Status.OOM),
+    ]

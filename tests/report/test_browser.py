@@ -115,3 +115,35 @@ def test_a_filter_changes_the_charts_and_tables(page: Any, charts: dict) -> None
 
 def test_chromium_is_debians() -> None:
     assert shutil.which("chromium") == str(CHROMIUM)
+
+
+LATENCY_PICKS = """() => Array.from(document.querySelector(
+    'input[data-bound-input=latency_ms_p99]').closest('.table-wrap').querySelectorAll(
+    'tbody tr')).filter(tr => !tr.hidden).map(tr => tr.children[4].textContent)"""
+
+
+def test_the_latency_bound_changes_the_pick(page: Any, tmp_path: Path) -> None:
+    from tests.report.conftest import deploy_records
+    from tests.report.test_analysis import frame
+    from xlabench.report.deploy import deploy_finding
+    from xlabench.report.html import html_page
+    from xlabench.report.model import Context
+
+    results = frame(deploy_records())
+    finding = deploy_finding(Context(results, ReportOptions(), results.iloc[:0], None, None))
+    html = tmp_path / "deploy.html"
+    html.write_text(html_page([finding], [], "deploy"), encoding="utf-8")
+    deploy = page.context.new_page()
+    problems: list[str] = []
+    deploy.on("pageerror", lambda e: problems.append(str(e)))
+    deploy.goto(html.as_uri())
+    deploy.wait_for_selector("body[data-rendered='1']", timeout=60_000)
+    assert deploy.evaluate(LATENCY_PICKS) == ["tensorflow/xla fp32"]  # the 10 ms default
+    deploy.fill("input[data-bound-input=latency_ms_p99]", "25")
+    assert deploy.evaluate(LATENCY_PICKS) == ["onnxruntime/compiled fp32"]
+    deploy.fill("input[data-bound-input=latency_ms_p99]", "6")
+    assert deploy.evaluate(LATENCY_PICKS) == ["tensorflow/eager fp32"]
+    deploy.fill("input[data-bound-input=latency_ms_p99]", "1")
+    assert deploy.evaluate(LATENCY_PICKS) == []
+    deploy.close()
+    assert problems == []

@@ -20,6 +20,7 @@ from xlabench.analysis import (
 )
 from xlabench.analysis.intervals import MIN_BOOTSTRAP_SAMPLES
 from xlabench.report.charts import ChartSpec, HLine
+from xlabench.report.deploy import deploy_finding
 from xlabench.report.model import (
     HOVER_PAIR,
     HOVER_RUN,
@@ -363,4 +364,5 @@ def beyond_findings(ctx: Context) -> list[Finding]:
         quality_finding(ctx), decomposition_finding(ctx), speedup_ci_finding(ctx),
         compile_finding(ctx), health_finding(ctx), batch_size_finding(ctx), gflops_finding(ctx),
         backends_finding(ctx),
+        deploy_finding(ctx),
     ]

@@ -136,10 +136,42 @@ def _table(table: Table) -> str:
         return f"{head}<p class=\"empty\">{esc(table.empty)}</p>"
     headers = "".join(f"<th>{esc(c.header)}</th>" for c in table.shown_columns())
     rows = []
-    for cells, filters in zip(table.cells(), table.filter_values(), strict=True):
-        attrs = "".join(f" data-f-{k}=\"{esc(v)}\"" for k, v in filters.items())
+    bounded = _bound_attrs(table)
+    for cells, filters, extra in zip(table.cells(), table.filter_values(), bounded,
+                                     strict=True):
+        attrs = "".join(f" data-f-{k}=\"{esc(v)}\"" for k, v in filters.items()) + extra
         rows.append(f"<tr{attrs}>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
     note = f"<p class=\"note\">{esc(table.note)}</p>" if table.note else ""
-    return (f"{head}<div class=\"table-wrap\"><table data-filterable><thead><tr>{headers}"
-            f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return (f"{head}<div class=\"table-wrap\">{_bound_input(table)}<table data-filterable>"
+            f"<thead><tr>{headers}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
             f"<p class=\"filtered-empty\" hidden>No rows for these filters.</p></div>{note}")
+
+
+def _bound_input(table: Table) -> str:
+    """The reader's bound for a bounded table (report.js re-picks its rows on input)."""
+    if table.bound is None:
+        return ""
+    bound = table.bound
+    return (f"<label class=\"bound\">{esc(bound.label)} <input type=\"number\" min=\"0\" "
+            f"step=\"any\" value=\"{bound.default:g}\" data-bound-input=\"{esc(bound.key)}\">"
+            "</label> <small>(empty: no bound)</small>")
+
+
+def _bound_attrs(table: Table) -> list[str]:
+    """Per row of a bounded table: its group, its bounded value, and `hidden` unless the
+    default bound picks it (so the page shows the default picks before the script runs)."""
+    if table.bound is None:
+        return ["" for _ in range(len(table.frame))]
+    bound = table.bound
+    picked = set(bound.picked(table.frame).index)
+    attrs = []
+    for index, row in zip(table.frame.index, table.frame.to_dict("records"), strict=True):
+        group = json.dumps([_group_text(row[c]) for c in bound.group])
+        value = float(row[bound.key])
+        attrs.append(f" data-group=\"{esc(group)}\" data-bound-value=\"{value!r}\""
+                     + ("" if index in picked else " hidden"))
+    return attrs
+
+
+def _group_text(value: object) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)

@@ -45,8 +45,12 @@ def _finding(finding: Finding) -> list[str]:
 
 
 def markdown_table(table: Table) -> list[str]:
-    """A titled pipe table, or its `empty` sentence."""
+    """A titled pipe table, or its `empty` sentence; a bounded table at its default bound."""
     lines = [f"**{md_text(table.title)}**", ""]
+    if table.bound is not None:
+        lines += [md_text(f"{table.bound.label}: {table.bound.default:g} (the default; the "
+                          "HTML report lets the reader change it)."), ""]
+        table = table.at_default_bound()
     if table.frame.empty:
         return [*lines, f"_{md_text(table.empty)}_", ""]
     headers = [md_text(c.header) for c in table.shown_columns()]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from xlabench.analysis import FILTER_COLUMNS
+from xlabench.analysis import FILTER_COLUMNS, first_under
 
 MISSING = "–"
 
@@ -36,11 +36,32 @@ class Column:
     ci: tuple[str, str] | None = None
 
 
+@dataclass(frozen=True)
+class Bound:
+    """A reader-set upper bound on a column of a ranked table.
+
+    The table's frame holds every candidate, in rank order per `group`; what is shown is, per
+    group, the first row whose `key` is below the bound (`analysis.first_under`). The HTML page
+    asks the reader for the bound (an <input type=number>) and picks in the browser; the
+    Markdown report, which cannot ask, shows the picks at `default`.
+    """
+
+    key: str
+    label: str
+    default: float
+    group: tuple[str, ...]
+
+    def picked(self, frame: pd.DataFrame, bound: float | None = None) -> pd.DataFrame:
+        return first_under(frame, self.key, self.default if bound is None else bound,
+                           self.group)
+
+
 @dataclass(frozen=True, eq=False)
 class Table:
     """A titled table of a finding; `empty` is said instead when it has no rows.
 
     `filterable`: the page's filters hide its rows (False for reference tables).
+    `bound`: the rows are candidates, and a reader-set bound picks what is shown.
     """
 
     title: str
@@ -49,6 +70,14 @@ class Table:
     note: str = ""
     empty: str = "no data"
     filterable: bool = True
+    bound: Bound | None = None
+
+    def at_default_bound(self) -> Table:
+        """This table with only the rows its bound picks at the default (itself if unbound)."""
+        if self.bound is None:
+            return self
+        return Table(self.title, self.bound.picked(self.frame), self.columns, self.note,
+                     self.empty, self.filterable)
 
     def shown_columns(self) -> tuple[Column, ...]:
         return tuple(c for c in self.columns if c.key in self.frame.columns)

@@ -264,14 +264,30 @@
     return Plotly.react(div, traces, layout, { responsive: true, displaylogo: false });
   }
 
+  /* The reader's bound of a bounded table: a number, Infinity when empty (no bound), or
+   * null for a table without one. */
+  function boundOf(table) {
+    var input = table.parentElement.querySelector("input[data-bound-input]");
+    if (!input) return null;
+    var v = parseFloat(input.value);
+    return isFinite(v) ? v : Infinity;
+  }
+
+  /* analysis.deploy.first_under: rows come in rank order per group; per group, show the
+   * first row that passes the filters and whose bounded value is below the bound. */
   function filterTables() {
     document.querySelectorAll("table[data-filterable]").forEach(function (table) {
-      var shown = 0;
+      var shown = 0, bound = boundOf(table), taken = {};
       table.querySelectorAll("tbody tr").forEach(function (tr) {
         var ok = Object.keys(state).every(function (c) {
           var v = tr.getAttribute("data-f-" + c);
           return !state[c] || v === null || v === state[c];
         });
+        if (ok && bound !== null) {
+          var group = tr.getAttribute("data-group");
+          ok = parseFloat(tr.getAttribute("data-bound-value")) < bound && !taken[group];
+          if (ok) taken[group] = true;
+        }
         tr.hidden = !ok;
         if (ok) shown += 1;
       });
@@ -302,6 +318,10 @@
       state[select.getAttribute("data-filter")] = select.value;
       renderAll();
     });
+  });
+  /* A bound changes only which table rows are shown: no chart reads it. */
+  document.querySelectorAll("input[data-bound-input]").forEach(function (input) {
+    input.addEventListener("input", filterTables);
   });
   var form = document.getElementById("filters");
   if (form) {
