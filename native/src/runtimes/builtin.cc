@@ -13,6 +13,9 @@ void register_builtin_runtimes(Registry& registry) {
 #ifdef XLABENCH_WITH_PJRT
   register_pjrt(registry);
 #endif
+#ifdef XLABENCH_WITH_OPENVINO
+  register_openvino(registry);
+#endif
   (void)registry;
 }
 

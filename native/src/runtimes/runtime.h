@@ -81,5 +81,6 @@ void register_builtin_runtimes(Registry& registry);
 void register_tf_c(Registry& registry);
 void register_aoti(Registry& registry);
 void register_pjrt(Registry& registry);
+void register_openvino(Registry& registry);
 
 }  // namespace xlabench
