@@ -6,6 +6,7 @@ that is because the build missed an SDK that is installed, so a skip cannot hide
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -29,6 +30,7 @@ INSTALLED_SDKS = {
     "tf_c": lambda: importlib.util.find_spec("tensorflow") is not None,
     "aoti": lambda: importlib.util.find_spec("torch") is not None,
     "pjrt": lambda: native.pjrt_plugin() is not None,
+    "openvino": lambda: importlib.util.find_spec("openvino") is not None,
 }
 
 
@@ -68,14 +70,26 @@ def test_tf_c_record_is_stored_with_native_samples(tmp_path: Path, mode: str) ->
     assert stages["export"] > 0 and stages["native_load"] > 0
 
 
-@NEEDS_TF_C
-def test_a_corrupt_artifact_is_a_failed_record(tmp_path: Path) -> None:
+NEEDS_OPENVINO = pytest.mark.skipif("openvino" not in native.compiled_runtimes(),
+                                    reason="xlabench-native without openvino (run `make setup`)")
+CORRUPT = [
+    pytest.param("tensorflow", "graph", "tf_c: loading SavedModel", marks=NEEDS_TF_C, id="tf_c"),
+    pytest.param("openvino", "compiled", "openvino: reading IR", marks=NEEDS_OPENVINO,
+                 id="openvino"),
+]
+
+
+@pytest.mark.parametrize(("backend", "mode", "reason"), CORRUPT)
+def test_a_corrupt_artifact_is_a_failed_record(tmp_path: Path, backend: str, mode: str,
+                                               reason: str) -> None:
     placement = Placement(env={native.FAULT_ENV: "corrupt"})
+    spec = Spec("mobilenet_v3_small", backend, mode, 32, batch_size=2, seed=1, measure=QUICK,
+                runner="native")
     with ResultStore(tmp_path / "r.db") as store:
-        record = execute(_spec("graph", seed=1), store, timeout_s=600, placement=placement)
+        record = execute(spec, store, timeout_s=600, placement=placement)
         (row,) = store.rows()
     assert record.status is Status.FAILED and row["status"] == "failed"
-    assert "xlabench-native exit 1: tf_c: loading SavedModel" in record.error
+    assert f"xlabench-native exit 1: {reason}" in record.error
     assert "\n" not in record.error
 
 
@@ -162,3 +176,34 @@ def test_pjrt_runs_the_jax_export_in_the_plugin(tmp_path: Path) -> None:
     assert info["native_metadata"]["pjrt_c_api"]
     assert record.parity is not None and record.parity.passed, record.parity
     assert record.warmup.compile_stages_s["native_prepare"] > 0  # the plugin's compile
+
+
+@NEEDS_OPENVINO
+def test_openvino_ir_runs_in_the_cpp_runtime(tmp_path: Path) -> None:
+    spec = Spec("mobilenet_v3_small", "openvino", "compiled", 32, batch_size=2, measure=QUICK,
+                runner="native")
+    with ResultStore(tmp_path / "r.db") as store:
+        record = execute(spec, store, timeout_s=600)
+        (row,) = store.rows()
+        python = execute(dataclasses.replace(spec, runner="python"), store, timeout_s=600)
+    assert record.ok, record.error
+    assert record.spec.runner == "native" and row["spec_id"] == record.spec_id
+    info = record.backend_info
+    # Only the C++ process writes these: a silent fall back to the Python loop has none.
+    assert info["runner"] == "native" and info["native_program"] == "xlabench-native"
+    assert info["native_runtime"] == "openvino" and info["native_pid"] != os.getpid()
+    assert "InferRequest::infer" in record.sync
+    # The backend's own properties were set, and the compiled model says it runs f32.
+    assert info["openvino_config"]["INFERENCE_PRECISION_HINT"] == "f32"
+    assert info["openvino_config"]["INFERENCE_NUM_THREADS"] == str(info["threads"])
+    assert info["openvino_properties"]["INFERENCE_PRECISION_HINT"] == "f32"
+    assert info["native_metadata"]["reported.INFERENCE_PRECISION_HINT"] == "f32"
+    assert "f32" in info["ir_weight_types"] and "f16" not in info["ir_weight_types"]
+    assert record.parity is not None and record.parity.passed, record.parity
+    stages = record.warmup.compile_stages_s
+    assert stages["convert"] > 0 and stages["native_load"] > 0 and stages["native_prepare"] > 0
+    assert len(record.throughput.sample_s) >= 3
+    assert python.ok, python.error
+    print(f"\nopenvino/compiled mobilenet_v3_small@32 b2: python "
+          f"{python.throughput.median_sps:.0f} samples/s, native "
+          f"{record.throughput.median_sps:.0f} samples/s")

@@ -50,6 +50,7 @@ NATIVE_RUNTIMES: dict[tuple[str, str], str] = {
     ("tensorflow", "xla"): "tf_c",
     ("torch", "compiled"): "aoti",
     ("jax", "xla"): "pjrt",
+    ("openvino", "compiled"): "openvino",
 }
 RESOLUTION_RANGE = (16, 2048)
 BATCH_SIZE_RANGE = (1, 4096)

@@ -45,11 +45,15 @@ INSTALL_HINTS: dict[str, str] = {
     "tf_c": "pip install tensorflow-cpu (its wheel ships the C API), then `make setup`",
     "aoti": "pip install torch (libtorch ships in its wheel), then `make setup`",
     "pjrt": "pip install xla-cpu-pjrt (the PJRT CPU plugin), then `make setup`",
+    "openvino": "pip install openvino (its wheel ships the C++ runtime and OpenVINOConfig.cmake), "
+                "then `make setup`",
 }
 SYNC = {
     "tf_c": "TF_SessionRun returns when its outputs are computed (CPU): each step is synced",
     "aoti": "AOTIModelPackageLoader::run returns when its outputs are computed (CPU)",
     "pjrt": "PJRT_Event_Await on the last execution's completion event",
+    "openvino": "ov::InferRequest::infer is synchronous: it returns when its outputs are computed "
+                "(CPU)",
 }
 
 
@@ -164,8 +168,9 @@ def _inject_fault(artifact: Path, fault: str) -> None:
             if path.is_dir():
                 shutil.rmtree(path)
     elif fault == "corrupt":
-        for path in artifact.rglob("saved_model.pb"):
-            path.write_bytes(b"\x00not a model\xff" * 64)
+        for pattern in ("saved_model.pb", "model.xml"):
+            for path in artifact.rglob(pattern):
+                path.write_bytes(b"\x00not a model\xff" * 64)
     elif fault == "unknown-runtime":
         doc = json.loads(manifest.read_text(encoding="utf-8"))
         manifest.write_text(json.dumps({**doc, "runtime": "nope"}), encoding="utf-8")
@@ -290,6 +295,10 @@ def to_record(spec: Spec, entry: Any, run: NativeRun, parity: Any, runtime_info:
         "native_settings": result["settings"], "native_wall_s": run.wall_s,
         "warmup_steady": bool(warm["steady"]),
     }
+    reported = {k.removeprefix("reported."): v for k, v in metadata.items()
+                if k.startswith("reported.")}
+    if result["runtime"] == "openvino":  # as the Python backend records them
+        backend_info["openvino_properties"] = reported
     if "self_check" in result:
         backend_info["native_self_check"] = result["self_check"]
     return Record(
@@ -414,6 +423,42 @@ def _export_pjrt(model: Any, x: Any, spec: Spec, artifact: Path, count: int) -> 
     }
 
 
+def _export_openvino(model: Any, x: Any, spec: Spec, artifact: Path,
+                     count: int) -> dict[str, Any]:
+    """The IR the openvino backend compiles: the same trace and conversion, fp32 weights.
+
+    The compile properties are the backend's own (compile_config: the precision hint, one
+    stream, LATENCY, INFERENCE_NUM_THREADS = the worker's CPUs); the C++ side sets them on
+    compile_model and reports what the compiled model says back.
+    """
+    import openvino as ov
+
+    from xlabench.backends import openvino as ov_backend
+    from xlabench.backends import runtime as rt
+
+    stages: dict[str, float] = {}
+    info: dict[str, Any] = {}
+    try:
+        _, concrete = rt.timed(stages, "export", rt.trace, model, x)
+        ov_model = rt.timed(stages, "convert", ov_backend._convert, concrete, info, ov)
+        (artifact / "ir").mkdir()
+        rt.timed(stages, "save", ov.save_model, ov_model, str(artifact / "ir" / "model.xml"),
+                 compress_to_fp16=False)
+    except rt.ConversionError as exc:
+        raise NativeError(f"openvino {exc}") from exc
+    config = ov_backend.compile_config(spec.precision, count)
+    weights = sorted({op.get_element_type().get_type_name() for op in ov_model.get_ops()
+                      if op.get_type_name() == "Constant"})
+    return {
+        "model": "ir/model.xml", "weights": "ir/model.bin", "config": config,
+        "stages_s": stages,
+        "info": {"artifact": "OpenVINO IR (compress_to_fp16=False)",
+                 "artifact_bytes": sum(p.stat().st_size for p in (artifact / "ir").iterdir()),
+                 "openvino_config": config, "ir_weight_types": weights,
+                 "openvino_version": ov.get_version(), **info},
+    }
+
+
 def _version(package: str) -> str:
     try:
         return importlib.metadata.version(package)
@@ -423,4 +468,5 @@ def _version(package: str) -> str:
 
 EXPORTERS: dict[str, Callable[..., dict[str, Any]]] = {
     "tf_c": _export_tf_c, "aoti": _export_aoti, "pjrt": _export_pjrt,
+    "openvino": _export_openvino,
 }
