@@ -204,6 +204,14 @@ def test_openvino_ir_runs_in_the_cpp_runtime(tmp_path: Path) -> None:
     assert stages["convert"] > 0 and stages["native_load"] > 0 and stages["native_prepare"] > 0
     assert len(record.throughput.sample_s) >= 3
     assert python.ok, python.error
+    # The same properties as the Python backend's compiled model, spelt by C++ (YES, ANY_CORE)
+    # rather than Python (True, SchedulingCoreType.ANY_CORE).
+    def spelling(value: str) -> str:
+        return {"YES": "True", "NO": "False"}.get(value, value.rsplit(".", 1)[-1])
+
+    python_props = python.backend_info["openvino_properties"]
+    assert {k: spelling(v) for k, v in info["openvino_properties"].items()} == {
+        k: spelling(v) for k, v in python_props.items()}
     print(f"\nopenvino/compiled mobilenet_v3_small@32 b2: python "
           f"{python.throughput.median_sps:.0f} samples/s, native "
           f"{record.throughput.median_sps:.0f} samples/s")
