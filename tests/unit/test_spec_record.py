@@ -82,6 +82,8 @@ def test_the_runner_field_keeps_old_spec_ids() -> None:
 
 def test_native_runner_needs_a_native_runtime() -> None:
     assert Spec("resnet50_v1", "tensorflow", "xla", 32, runner="native").native_runtime == "tf_c"
+    assert Spec("resnet50_v1", "openvino", "compiled", 32,
+                runner="native").native_runtime == "openvino"
     with pytest.raises(UserError, match="no native runtime"):
         Spec("resnet50_v1", "tensorflow", "eager", 32, runner="native")
     with pytest.raises(UserError, match="unknown runner"):

@@ -140,6 +140,10 @@ def test_native_runner_refuses_what_is_not_compiled_in(tmp_path: Path, monkeypat
     monkeypatch.setenv(native.BINARY_ENV, str(only_tf))
     with pytest.raises(UserError, match=r"no pjrt runtime .*compiled in: tf_c.*xla-cpu-pjrt"):
         native.require_runtime(spec)
+    with pytest.raises(UserError, match=r"no openvino runtime for openvino/compiled .*pip install "
+                                        r"openvino"):
+        native.require_runtime(Spec("mobilenet_v3_small", "openvino", "compiled", 32,
+                                    runner="native"))
     native.require_runtime(Spec("mobilenet_v3_small", "tensorflow", "xla", 32, runner="native"))
 
 
