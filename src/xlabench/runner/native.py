@@ -295,10 +295,10 @@ def to_record(spec: Spec, entry: Any, run: NativeRun, parity: Any, runtime_info:
         "native_settings": result["settings"], "native_wall_s": run.wall_s,
         "warmup_steady": bool(warm["steady"]),
     }
-    reported = {k.removeprefix("reported."): v for k, v in metadata.items()
-                if k.startswith("reported.")}
-    if result["runtime"] == "openvino":  # as the Python backend records them
-        backend_info["openvino_properties"] = reported
+    if result["runtime"] == "openvino":  # what compile_model reported, as the backend records it
+        backend_info["openvino_properties"] = {
+            k.removeprefix("reported."): v for k, v in metadata.items()
+            if k.startswith("reported.")}
     if "self_check" in result:
         backend_info["native_self_check"] = result["self_check"]
     return Record(
