@@ -17,6 +17,13 @@ from xlabench.analysis.health import (
     parity_failures,
 )
 from xlabench.analysis.load import FILTER_COLUMNS, load_results, results_frame
+from xlabench.analysis.native import (
+    NATIVE_STAGES,
+    native_stage_times,
+    python_share,
+    runner_pairs,
+    stage_column,
+)
 from xlabench.analysis.ranking import RankRule, rank
 from xlabench.analysis.select import (
     NON_CNN_KINDS,
@@ -48,6 +55,7 @@ from xlabench.analysis.throughput import (
 
 __all__ = [
     "FILTER_COLUMNS",
+    "NATIVE_STAGES",
     "NON_CNN_KINDS",
     "PEAK_FP32_TFLOPS",
     "Comparison",
@@ -71,13 +79,17 @@ __all__ = [
     "measurement_quality",
     "mobilenet_family",
     "most_common",
+    "native_stage_times",
     "parity_failures",
+    "python_share",
     "rank",
     "results_frame",
+    "runner_pairs",
     "slower_than",
     "speedup_by_family",
     "speedup_by_kind",
     "speedup_table",
+    "stage_column",
     "throughput_vs_batch_size",
     "top_models",
     "top_models_rule",
