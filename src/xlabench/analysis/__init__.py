@@ -28,6 +28,13 @@ from xlabench.analysis.health import (
     parity_failures,
 )
 from xlabench.analysis.load import FILTER_COLUMNS, load_results, results_frame
+from xlabench.analysis.native import (
+    NATIVE_STAGES,
+    native_stage_times,
+    python_share,
+    runner_pairs,
+    stage_column,
+)
 from xlabench.analysis.ranking import RankRule, rank
 from xlabench.analysis.select import (
     NON_CNN_KINDS,
@@ -61,6 +68,7 @@ __all__ = [
     "DEFAULT_HOST_MEM_BOUND_MB",
     "DEFAULT_LATENCY_BOUND_MS",
     "FILTER_COLUMNS",
+    "NATIVE_STAGES",
     "NON_CNN_KINDS",
     "PEAK_FP32_TFLOPS",
     "Comparison",
@@ -89,15 +97,19 @@ __all__ = [
     "memory_candidates",
     "mobilenet_family",
     "most_common",
+    "native_stage_times",
     "parity_failures",
+    "python_share",
     "rank",
     "results_frame",
+    "runner_pairs",
     "runtime_coverage",
     "runtime_coverage_wide",
     "slower_than",
     "speedup_by_family",
     "speedup_by_kind",
     "speedup_table",
+    "stage_column",
     "throughput_vs_batch_size",
     "top_models",
     "top_models_rule",

@@ -10,6 +10,8 @@ Derived columns (beside every flat column of `results` and its `id`):
     runner: python, or native (timed by xlabench-native): part of what a configuration is.
     measured_peak_fp32_gflops_s / measured_peak_bf16_gflops_s: the matmul peak measured once
         for the row's environment (`measure.peak`, table `device_peaks`); NaN if none.
+    compile_stages_s: the record's named compile stages in seconds (a dict; native records:
+        export, package, native_load, native_prepare), {} where none were stored.
 Each row is one worker process; `select.latest_per_config` combines a result's processes.
 """
 
@@ -59,7 +61,7 @@ def results_frame(rows: Iterable[dict[str, Any]], peaks: Peaks | None = None) ->
     measured peaks of each row's environment from `peaks` (`ResultStore.all_peaks()`)."""
     flat_rows = [_flatten(row) for row in rows]
     columns = ["id", *(name for name, _ in _FLAT), "steps_per_sample", "sample_s", "misbuilt",
-               "ci_confidence", "runner"]
+               "ci_confidence", "runner", "compile_stages_s"]
     frame = pd.DataFrame(flat_rows, columns=columns)
     frame = _typed(frame)
     return _with_peaks(_derive(frame), peaks or {})
@@ -84,6 +86,8 @@ def _flatten(row: dict[str, Any]) -> dict[str, Any]:
     flat["misbuilt"] = (record.get("provenance") or {}).get("misbuilt", "")
     flat["ci_confidence"] = throughput.get("ci_confidence")
     flat["runner"] = (record.get("spec") or {}).get("runner", "python")
+    stages = (record.get("warmup") or {}).get("compile_stages_s") or {}
+    flat["compile_stages_s"] = {str(k): float(v) for k, v in stages.items()}
     return flat
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from xlabench.analysis.intervals import BOOTSTRAP_SEED, speedup_interval
+from xlabench.analysis.native import native_step
 from xlabench.analysis.ranking import RankRule, rank
 from xlabench.analysis.select import (
     PAIR_KEYS,
@@ -183,13 +184,15 @@ def eager_graph_xla_decomposition(results: pd.DataFrame) -> pd.DataFrame:
     t_eager - t_xla = (t_eager - t_graph) + (t_graph - t_xla): the first term is what leaving
     Python's op-by-op dispatch (tf.function without XLA) gains, the second what XLA adds.
     Both are given in ms per batch and as % of the eager batch time, and the speedup factors
-    multiply: xla/eager = graph/eager x xla/graph.
+    multiply: xla/eager = graph/eager x xla/graph. The three modes are the Python runner's
+    (a native run is another configuration, not a duplicate of these); where xla was also
+    timed natively, `native.native_step` adds the fourth step, xla -> native.
 
     Returns:
         One row per TensorFlow configuration measured in all three modes.
     """
     latest = latest_per_config(results)
-    tf = latest[latest["backend"] == "tensorflow"]
+    tf = latest[(latest["backend"] == "tensorflow") & (latest["runner"] == "python")]
     keep = [*PAIR_KEYS, "throughput_sps", "family", "kind", "provenance"]
     merged = None
     for mode in ("eager", "graph", "xla"):
@@ -198,7 +201,7 @@ def eager_graph_xla_decomposition(results: pd.DataFrame) -> pd.DataFrame:
             side = side.drop(columns=["family", "kind", "provenance"])
         merged = side if merged is None else merged.merge(side, on=list(PAIR_KEYS))
     assert merged is not None
-    return _decompose(merged).reset_index(drop=True)
+    return native_step(_decompose(merged), latest).reset_index(drop=True)
 
 
 def _decompose(frame: pd.DataFrame) -> pd.DataFrame:

@@ -30,6 +30,7 @@ from xlabench.report.model import (
     Context,
     Finding,
 )
+from xlabench.report.native import native_stage_table, python_share_finding, stage_summary
 from xlabench.report.tables import Column, Table
 
 PAIR_COLUMNS = (
@@ -53,9 +54,12 @@ def decomposition_finding(ctx: Context) -> Finding:
         series="component", x_category=True, barmode="relative",
         hover=(("model", "model"), ("device", "device"), ("component", "step"),
                ("share_pct", "% of eager time"), ("eager_sps", "eager samples/s"),
-               ("graph_sps", "graph samples/s"), ("xla_sps", "xla samples/s")),
+               ("graph_sps", "graph samples/s"), ("xla_sps", "xla samples/s"),
+               ("native_sps", "native samples/s")),
         note="Batch time t = batch / median throughput. t_eager - t_xla = (t_eager - t_graph) "
-             "+ (t_graph - t_xla): the first part is Python's op-by-op dispatch, the second XLA.",
+             "+ (t_graph - t_xla): the first part is Python's op-by-op dispatch, the second XLA. "
+             "Where xla was also timed by xlabench-native, t_xla - t_native is what launching "
+             "the compiled program from Python costs.",
     )
     columns = (
         *PAIR_COLUMNS, Column("eager_sps", "eager samples/s", "sps"),
@@ -65,23 +69,48 @@ def decomposition_finding(ctx: Context) -> Finding:
         Column("xla_over_eager", "xla/eager", "ratio"),
         Column("python_overhead_ms", "Python overhead ms/batch", "ms"),
         Column("compiler_saving_ms", "compiler saving ms/batch", "ms"),
-        Column("overhead_share_pct", "share of saving from Python", "share"), PROVENANCE,
+        Column("overhead_share_pct", "share of saving from Python", "share"),
+        *NATIVE_STEP_COLUMNS, PROVENANCE,
     )
+    if frame["native_sps"].isna().all():  # no native run: no empty native columns either
+        columns = tuple(c for c in columns if c not in NATIVE_STEP_COLUMNS)
     share = frame["overhead_share_pct"].median()
     summary = [] if pd.isna(share) else [
         f"Median over {len(frame)} configurations: {share:.0f}% of the time eager → XLA saves "
         f"is Python overhead (eager → graph), {100 - share:.0f}% is the compiler (graph → XLA)."]
+    summary += _native_step_summary(frame)
     return Finding("decomposition", title, summary, [chart],
                    [Table("Per configuration", frame, columns)], part="beyond")
 
 
+NATIVE_STEP_COLUMNS = (
+    Column("native_sps", "native samples/s", "sps"),
+    Column("native_over_xla", "native/xla", "ratio"),
+    Column("python_launch_ms", "xla → native: Python launch ms/batch", "ms"),
+    Column("launch_share_pct", "share of eager → native saving from the launch", "share"),
+)
+
+
+def _native_step_summary(frame: pd.DataFrame) -> list[str]:
+    with_native = frame[frame["native_sps"].notna()]
+    share = with_native["launch_share_pct"].median()
+    if with_native.empty or pd.isna(share):
+        return []
+    return [f"{len(with_native)} of them were also timed natively: launching the compiled "
+            f"program from Python (xla → native) is a median {share:.0f}% of the eager → "
+            f"native saving ({with_native['python_launch_ms'].median():.2f} ms/batch)."]
+
+
 def _decomposition_bars(frame: pd.DataFrame) -> pd.DataFrame:
-    """Two stacked bars per configuration: the Python-overhead part and the compiler part."""
+    """Stacked bars per configuration: the Python-overhead part, the compiler part and, where
+    xla was also timed natively, the Python-launch part."""
     label = [f"{m} · {d} @{r} b{b}" for m, d, r, b in zip(
         frame["model"], frame["device"], frame["resolution"], frame["batch_size"], strict=True)]
     parts = (("eager → graph: Python overhead", "python_overhead_pct"),
-             ("graph → XLA: compiler", "compiler_saving_pct"))
+             ("graph → XLA: compiler", "compiler_saving_pct"),
+             ("xla → native: Python launch", "python_launch_pct"))
     bars = [frame.assign(bar=label, component=name, share_pct=frame[col]) for name, col in parts]
+    bars[-1] = bars[-1][bars[-1]["share_pct"].notna()]  # only configurations timed natively
     return pd.concat(bars, ignore_index=True)
 
 
@@ -147,9 +176,13 @@ def compile_finding(ctx: Context) -> Finding:
     title = f"Compile time against speedup, and the break-even ({cmp.label})"
     table = ctx.speedups[ctx.speedups["compile_s"].notna()] if not ctx.speedups.empty \
         else ctx.speedups
-    if table.empty:
+    stages = native_stage_table(ctx)
+    if table.empty and stages.frame.empty:
         return Finding("compile", title, part="beyond", empty=(
-            "No pair of runs with a compile time (published numbers have none)."))
+            "No pair of runs with a compile time (published numbers have none), and no "
+            "native run."))
+    if table.empty:  # native runs only: their stage times are still worth showing
+        return Finding("compile", title, stage_summary(stages), tables=[stages], part="beyond")
     chart = ChartSpec(
         key="compile", title=title, kind="scatter", data=table, x="compile_s", y="speedup_ratio",
         x_title="compile + first-call time, s", y_title="speedup (compiled / baseline)",
@@ -173,10 +206,12 @@ def compile_finding(ctx: Context) -> Finding:
         f"Median break-even: {median:.0f} batches (compile_s / (baseline - compiled batch time))."]
     if never:
         summary.append("Compiling never pays off (compiled not faster): " + ", ".join(never) + ".")
-    return Finding("compile", title, summary, [chart],
-                   [Table("Break-even per pair", ordered, columns,
-                          note="'–' break-even: the compiled mode is not faster.")],
-                   part="beyond")
+    tables = [Table("Break-even per pair", ordered, columns,
+                    note="'–' break-even: the compiled mode is not faster.")]
+    if not stages.frame.empty:
+        summary += stage_summary(stages)
+        tables.append(stages)
+    return Finding("compile", title, summary, [chart], tables, part="beyond")
 
 
 def health_finding(ctx: Context) -> Finding:
@@ -361,7 +396,8 @@ def backends_finding(ctx: Context) -> Finding:
 def beyond_findings(ctx: Context) -> list[Finding]:
     """Everything the report adds to the study."""
     return [
-        quality_finding(ctx), decomposition_finding(ctx), speedup_ci_finding(ctx),
+        quality_finding(ctx), decomposition_finding(ctx), python_share_finding(ctx),
+        speedup_ci_finding(ctx),
         compile_finding(ctx), health_finding(ctx), batch_size_finding(ctx), gflops_finding(ctx),
         backends_finding(ctx),
         deploy_finding(ctx),

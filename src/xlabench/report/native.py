@@ -1,0 +1,137 @@
+"""Python's share: the same compiled program timed from Python and from xlabench-native, and
+the native artifacts' build stages shown beside the compile times."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from xlabench.analysis import (
+    NATIVE_STAGES,
+    RankRule,
+    native_stage_times,
+    python_share,
+    stage_column,
+)
+from xlabench.report.charts import ChartSpec, HLine
+from xlabench.report.model import PROVENANCE, Context, Finding
+from xlabench.report.tables import Column, Table
+
+CONFIG_COLUMNS = (
+    Column("model", "model"), Column("device", "device"), Column("resolution", "res", "int"),
+    Column("batch_size", "batch", "int"), Column("precision", "precision"),
+    Column("backend", "backend"), Column("mode", "mode"),
+)
+SHARE_RATIO = Column("native_over_python", "native/python [95% CI]", "ratio",
+                     ci=("native_over_python_ci_low", "native_over_python_ci_high"))
+SHARE_NOTE = (
+    "Same program, same configuration, two runners: runner=python is the usual worker's timed "
+    "loop, runner=native the exported artifact timed by xlabench-native in C++. CI method "
+    "'paired t': both sides had processes in the same sweep rounds; 'welch t': processes but "
+    "no common rounds; 'bootstrap' / 'ci-ends': one process per side (see the speedups' "
+    "note). 'significant': the interval excludes 1.00. jax/xla native runs the PJRT plugin's "
+    "older XLA: its ratio is not Python overhead alone."
+)
+STAGE_NAMES = {"native_load": "native load", "native_prepare": "native prepare"}
+
+
+def stage_name(stage: str) -> str:
+    """How the report names a compile stage (``native_load`` -> ``native load``)."""
+    return STAGE_NAMES.get(stage, stage.replace("_", " "))
+
+
+def _stages(frame: pd.DataFrame) -> list[str]:
+    """The stages a stage-times frame has, in `NATIVE_STAGES` order, then any other."""
+    stored = [c.removeprefix("stage_").removesuffix("_s") for c in frame.columns
+              if c.startswith("stage_")]
+    return [s for s in NATIVE_STAGES if s in stored] + [s for s in stored
+                                                       if s not in NATIVE_STAGES]
+
+
+def python_share_finding(ctx: Context) -> Finding:
+    """native / python throughput of every program measured with both runners."""
+    title = "Python's share: the compiled program timed from Python and from C++"
+    table = python_share(ctx.results)
+    if table.empty:
+        return Finding("python-share", title, part="beyond", empty=(
+            "No configuration was measured both with runner python and with runner native "
+            "(xlabench sweep --runner native)."))
+    data = table.assign(pair=[f"{m} {b}/{o} @{r} b{s}" for m, b, o, r, s in zip(
+        table["model"], table["backend"], table["mode"], table["resolution"],
+        table["batch_size"], strict=True)])
+    chart = ChartSpec(
+        key="python-share", title=title, kind="bar", data=data, x="pair",
+        y="native_over_python", x_title="configuration",
+        y_title="native / python throughput", series="device",
+        error=("native_over_python_ci_low", "native_over_python_ci_high"),
+        hover=(("model", "model"), ("device", "device"), ("backend", "backend"),
+               ("mode", "mode"), ("python_sps", "python samples/s"),
+               ("native_sps", "native samples/s"), ("native_over_python", "native/python"),
+               ("native_over_python_ci_low", "CI low"), ("native_over_python_ci_high", "CI high"),
+               ("launch_ms", "Python launch ms/batch"), ("ci_method", "CI method")),
+        x_category=True, rank=RankRule("native_over_python", tiebreak="pair"),
+        hlines=(HLine(1.0, "no Python overhead"),),
+        note="Above 1: the program runs faster without Python around it.",
+    )
+    columns = (
+        *CONFIG_COLUMNS,
+        Column("python_sps", "python samples/s [CI]", "sps",
+               ci=("python_ci_low_sps", "python_ci_high_sps")),
+        Column("native_sps", "native samples/s [CI]", "sps",
+               ci=("native_ci_low_sps", "native_ci_high_sps")), SHARE_RATIO,
+        Column("launch_ms", "Python launch ms/batch", "ms"),
+        Column("python_share_pct", "Python's share of its batch time", "share"),
+        Column("ci_method", "CI method"), Column("significant", "significant"), PROVENANCE,
+    )
+    ordered = table.sort_values("native_over_python", ascending=False)
+    return Finding("python-share", title, _share_summary(table), [chart],
+                   [Table("Per configuration", ordered, columns, note=SHARE_NOTE)],
+                   part="beyond")
+
+
+def _share_summary(table: pd.DataFrame) -> list[str]:
+    """The median ratio, and which configurations differ significantly from 1.00."""
+    median = table["native_over_python"].median()
+    lines = [f"Median native/python over {len(table)} configurations: {median:.2f}x "
+             f"(Python's median share of its batch time: "
+             f"{table['python_share_pct'].median():.0f}%)."]
+    significant = table["significant"].fillna(False).astype(bool)
+    for word, side in (("faster", table["native_over_python"] > 1),
+                       ("slower", table["native_over_python"] < 1)):
+        rows = table[significant & side]
+        names = [f"{m} {b}/{o} on {d} ({x:.2f}x)" for m, b, o, d, x in zip(
+            rows["model"], rows["backend"], rows["mode"], rows["device"],
+            rows["native_over_python"], strict=True)]
+        if names:
+            lines.append(f"Significantly {word} native: " + ", ".join(names) + ".")
+    if not significant.any():
+        lines.append("No configuration differs significantly from 1.00.")
+    return lines
+
+
+def native_stage_table(ctx: Context) -> Table:
+    """Export, package and load times of each native artifact, beside the compile times."""
+    frame = native_stage_times(ctx.results)
+    columns = (
+        *CONFIG_COLUMNS,
+        *(Column(stage_column(s), f"{stage_name(s)} s", "s") for s in _stages(frame)),
+        Column("stages_total_s", "artifact total s", "s"),
+        Column("compile_s", "native first call - steady s", "s"),
+        Column("python_compile_s", "python compile s", "s"), PROVENANCE,
+    )
+    return Table("Native artifacts: export, package and load", frame, columns, note=(
+        "Stages of the native runner, latest process: export (and package for AOTInductor) in "
+        "Python, native load and prepare (PJRT: the plugin's compile) in xlabench-native. "
+        "'python compile s': the Python runner's compile + first call of the same program."),
+        empty="No native runs.")
+
+
+def stage_summary(table: Table) -> list[str]:
+    """Median stage times of the native artifacts, one line."""
+    frame = table.frame
+    if frame.empty:
+        return []
+    parts = [f"{stage_name(s)} {frame[stage_column(s)].median():.2f} s" for s in _stages(frame)]
+    total = frame["stages_total_s"].median()
+    return [f"Native artifacts ({len(frame)} configurations), median "
+            + ", ".join(parts) + (f"; {total:.2f} s in all before the first native call."
+                                  if pd.notna(total) else ".")]
