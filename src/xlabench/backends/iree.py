@@ -9,7 +9,8 @@ llvm-cpu backend and the host CPU, the vmfb written to the worker's scratch dire
 `load` (the local-task device, the vmfb into a VM context, the weights copied to the device
 once). Each step calls the module's `main` and copies its outputs to host NumPy arrays.
 
-fp32 only: the guard checks that every argument and result of the compiled function is float32.
+fp32 only: the guard checks that every floating argument and result of the exported function,
+and every output the compiled one returns, is float32.
 """
 
 from __future__ import annotations
@@ -168,11 +169,13 @@ def _to_host(result: Any) -> list[np.ndarray]:
 
 
 def _check_precision(exported: Any) -> None:
-    """Refuse an artifact whose arguments or results are not all float32 (fp32 spec)."""
-    dtypes = {str(a.dtype) for a in (*exported.in_avals, *exported.out_avals)}
-    if dtypes != {"float32"}:
+    """Refuse an artifact with floating arguments or results other than float32 (fp32 spec;
+    non-floating arguments, e.g. Keras' seed-generator state, are not arithmetic precision)."""
+    dtypes = {np.dtype(a.dtype) for a in (*exported.in_avals, *exported.out_avals)}
+    floats = sorted(str(d) for d in dtypes if np.issubdtype(d, np.inexact))
+    if floats != ["float32"]:
         raise runtime.ConversionError(
-            f"the exported function takes or returns {', '.join(sorted(dtypes))}, asked float32")
+            f"the exported function takes or returns {', '.join(floats)}, asked float32")
 
 
 def sync(output: Any) -> None:
