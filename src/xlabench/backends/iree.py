@@ -123,17 +123,29 @@ def compile_model(model: Any, x: Any, threads: int, info: dict[str, Any]) -> Any
     info["vmfb_bytes"] = len(vmfb)
     function, device_args = runtime.timed(stages, "load", load, vmfb, args, threads)
     info["iree_config"] = {
-        "compile_flags": list(COMPILE_FLAGS), "driver": DRIVER, "entry": ENTRY,
+        "compile_flags": list(COMPILE_FLAGS),
+        "compile_via": "iree.compiler.tools.compile_str (iree-compile on stdin; it adds "
+                       "--iree-vm-bytecode-module-output-format=flatbuffer-binary)",
+        "driver": DRIVER, "entry": ENTRY,
         "runtime_flags": list(runtime_flags(threads)), "task_topology_group_count": threads,
     }
     return function, device_args
 
 
 def compile_stablehlo(mlir: str | bytes) -> bytes:
-    """The vmfb of a StableHLO module (iree-compile with COMPILE_FLAGS, nothing else)."""
+    """The vmfb of a StableHLO module (iree-compile with COMPILE_FLAGS). A refusal raises with
+    iree-compile's first `error:` diagnostic as the message (its message is many lines)."""
     from iree.compiler import tools
 
-    return tools.compile_str(mlir, extra_args=list(COMPILE_FLAGS))
+    input_type = COMPILE_FLAGS[0].split("=", 1)[1]
+    try:
+        return tools.compile_str(mlir, input_type=input_type, extra_args=list(COMPILE_FLAGS[1:]))
+    except tools.CompilerToolError as exc:
+        lines = str(exc).splitlines()
+        diagnostic = next((line for line in lines if " error: " in f" {line}"), None)
+        if diagnostic is None:
+            raise
+        raise RuntimeError(f"iree-compile: {diagnostic.strip()}") from exc
 
 
 _FLAGS_SET: list[int] = []  # runtime flags are process-wide: parse them once per worker
@@ -172,7 +184,7 @@ def _check_precision(exported: Any) -> None:
     """Refuse an artifact with floating arguments or results other than float32 (fp32 spec;
     non-floating arguments, e.g. Keras' seed-generator state, are not arithmetic precision)."""
     dtypes = {np.dtype(a.dtype) for a in (*exported.in_avals, *exported.out_avals)}
-    floats = sorted(str(d) for d in dtypes if np.issubdtype(d, np.inexact))
+    floats = sorted(str(d) for d in dtypes if d.kind not in "biu")
     if floats != ["float32"]:
         raise runtime.ConversionError(
             f"the exported function takes or returns {', '.join(floats)}, asked float32")
