@@ -46,6 +46,7 @@ def test_iree_measures_the_jax_export(tmp_path) -> None:
     assert "--iree-input-type=stablehlo" in config["compile_flags"]
     assert config["driver"] == "local-task"
     assert config["task_topology_group_count"] == runtime["threads"]
+    assert info["iree_worker_threads"] == runtime["threads"]  # what the runtime really made
     assert info["artifact"].startswith("jax.export StableHLO of Keras-on-JAX")
     assert 0 < info["kept_args"] <= info["all_args"] and info["vmfb_bytes"] > 0
     with ResultStore(tmp_path / "r.db") as store:

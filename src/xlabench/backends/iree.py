@@ -105,7 +105,21 @@ def make_runner(model: Any, mode: str, x: Any) -> Runner:
         return _to_host(function(*args))
 
     runner.step = step
+    runner.finish = lambda: runner.info.update(iree_worker_threads=worker_threads())
     return runner
+
+
+def worker_threads() -> int:
+    """IREE's task worker threads in this process (named iree-worker-N): the topology we set,
+    as the runtime made it."""
+    count = 0
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm", encoding="ascii") as handle:
+                count += handle.read().startswith("iree-worker")
+        except OSError:  # the thread ended meanwhile
+            continue
+    return count
 
 
 def compile_model(model: Any, x: Any, threads: int, info: dict[str, Any]) -> Any:
