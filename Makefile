@@ -62,14 +62,16 @@ unit: setup
 # Every model builds and runs on TensorFlow (heavy ones and parameter counts included: its
 # builds and eager forward are the fastest); the light ones on JAX and torch too. The TF run
 # also converts the smallest model of each family (up to 20M parameters) for OpenVINO and ONNX
-# Runtime (conversion time grows with the weights: every other model is `zoo-runtimes`, by hand).
+# Runtime, the JAX run for IREE (conversion time grows with the weights: every other model is
+# `zoo-runtimes`, by hand).
 zoo: setup
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not runtimes_heavy" tests/zoo
-	KERAS_BACKEND=jax $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params" tests/zoo
+	KERAS_BACKEND=jax $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params and not runtimes_heavy" tests/zoo
 	KERAS_BACKEND=torch $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params" tests/zoo
 
 zoo-runtimes: setup
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 3600 -m runtimes_heavy tests/zoo/test_runtimes_zoo.py
+	KERAS_BACKEND=jax $(BIN)/python -m pytest -n $(JOBS) --timeout 3600 -m runtimes_heavy tests/zoo/test_runtimes_zoo.py
 
 test: setup browser lint native unit zoo
 

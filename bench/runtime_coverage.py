@@ -1,12 +1,14 @@
 """Which registry models does each deployment runtime take? (a survey, not a test)
 
-Every model is built on Keras-on-TensorFlow at its smallest resolution (batch 1, seeded random
-weights), traced once, converted for OpenVINO and ONNX Runtime, run once on each and compared
-with the Keras eager output (xlabench.backends.coverage). Prints a markdown table and writes
-one JSON line per model to --out.
+Every model is built on the exporting Keras backend at its smallest resolution (batch 1, seeded
+random weights), traced once, converted for that backend's runtimes (Keras-on-TensorFlow:
+OpenVINO and ONNX Runtime; Keras-on-JAX: IREE), run once on each and compared with the Keras
+eager output (xlabench.backends.coverage). Prints a markdown table and writes one JSON line per
+model to --out.
 
     KERAS_BACKEND=tensorflow .venv/bin/python bench/runtime_coverage.py --out coverage.jsonl
     KERAS_BACKEND=tensorflow .venv/bin/python bench/runtime_coverage.py --models resnet50_v1
+    KERAS_BACKEND=jax .venv/bin/python bench/runtime_coverage.py --out iree.jsonl   # IREE
 """
 
 from __future__ import annotations
@@ -22,11 +24,17 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import contextlib
+
 import keras
 
+from xlabench.backends import jax as jax_backend
 from xlabench.backends.base import seed_all
-from xlabench.backends.coverage import RUNTIMES, try_runtimes
+from xlabench.backends.coverage import runtimes_for, try_runtimes
 from xlabench.zoo import REGISTRY, build_model
+
+BACKEND = keras.backend.backend()
+RUNTIMES = runtimes_for(BACKEND)
 
 
 def main() -> None:
@@ -55,12 +63,13 @@ def main() -> None:
 
 def survey(entry) -> dict:
     start = time.perf_counter()
-    seed_all(0, "tensorflow")
+    seed_all(0, BACKEND)
     resolution = entry.rule.smallest()
     row: dict = {"model": entry.name, "family": entry.family, "heavy": entry.heavy,
                  "resolution": resolution}
     try:
-        model = build_model(entry, resolution)
+        with jax_backend.build_context(0) if BACKEND == "jax" else contextlib.nullcontext():
+            model = build_model(entry, resolution)
         x = keras.random.uniform((1, resolution, resolution, 3), 0.0, 255.0, seed=1)
         # A runtime the registry flags for this model is not converted again (it costs as much
         # as a good conversion): the row gives the flag's reason; the zoo test checks it holds.

@@ -268,14 +268,15 @@ def test_cli_dry_run_prints_plan_and_creates_nothing(run_cli, tmp_path: Path) ->
 
 def test_runtime_backends_sweep_fp32_only_after_the_frameworks() -> None:
     config = build_config(overrides={"models": "mobilenet_v3_small", "resolutions": "32",
-                                     "backends": "onnxruntime,openvino,jax",
+                                     "backends": "iree,onnxruntime,openvino,jax",
                                      "precisions": "fp32,bf16"})
     grid = expand(config)
     backends = list(dict.fromkeys(s.backend for s in grid.specs))
-    assert backends == ["jax", "openvino", "onnxruntime"]
+    assert backends == ["jax", "openvino", "onnxruntime", "iree"]
     runtime_specs = [s for s in grid.specs if s.backend != "jax"]
     assert {s.precision for s in runtime_specs} == {"fp32"}
     assert _pairs(runtime_specs).keys() == {"openvino/compiled", "onnxruntime/basic",
-                                            "onnxruntime/compiled"}
+                                            "onnxruntime/compiled", "iree/compiled"}
     assert grid.skipped == {"openvino has no bf16 precision": 1,
-                            "onnxruntime has no bf16 precision": 2}
+                            "onnxruntime has no bf16 precision": 2,
+                            "iree has no bf16 precision": 1}

@@ -61,3 +61,70 @@ def test_openvino_running_bf16_for_an_fp32_spec_is_refused() -> None:
         pytest.skip("this CPU has no bf16 inference in OpenVINO")
     with pytest.raises(runtime.ConversionError, match="precision bf16, asked f32"):
         ov_backend._check_precision(reported, ov_backend.compile_config("fp32", threads=1))
+
+
+def test_iree_is_a_runtime_exported_by_keras_on_jax() -> None:
+    from xlabench.backends import iree as iree_backend
+    from xlabench.backends.coverage import runtimes_for
+    from xlabench.sweep.grid import BACKEND_ORDER, BACKEND_PRECISIONS
+
+    spec = Spec("mobilenet_v3_small", "iree", "compiled", 32)
+    assert spec.baseline_mode == "keras_eager" and spec.compiled
+    env = iree_backend.environment(spec, {}, "/tmp/scratch")
+    assert env["KERAS_BACKEND"] == "jax" and env[runtime.ARTIFACTS_ENV] == "/tmp/scratch"
+    assert env["JAX_COMPILATION_CACHE_DIR"] is None and env["IREE_PY_RUNTIME_FLAGS"] is None
+    assert BACKEND_PRECISIONS["iree"] == ("fp32",) and "iree" in BACKEND_ORDER
+    assert runtimes_for("jax") == ("iree",)
+    assert runtimes_for("tensorflow") == ("openvino", "onnxruntime")
+    assert iree_backend.runtime_flags(3) == ("--task_topology_group_count=3",)
+
+
+class _Aval:
+    def __init__(self, dtype: str) -> None:
+        self.dtype = dtype
+
+
+class _Exported:
+    def __init__(self, inputs: list[str], outputs: list[str]) -> None:
+        self.in_avals = [_Aval(d) for d in inputs]
+        self.out_avals = [_Aval(d) for d in outputs]
+
+
+def test_iree_precision_guard_refuses_non_float32_floats() -> None:
+    pytest.importorskip("ml_dtypes")
+    import ml_dtypes
+
+    from xlabench.backends import iree as iree_backend
+
+    iree_backend._check_precision(_Exported(["float32", "uint32"], ["float32"]))  # seed state
+    bf16 = np.dtype(ml_dtypes.bfloat16).name
+    with pytest.raises(runtime.ConversionError, match="bfloat16"):
+        iree_backend._check_precision(_Exported(["float32", bf16], ["float32"]))
+    with pytest.raises(runtime.ConversionError, match="float16"):
+        iree_backend._check_precision(_Exported(["float32"], ["float16"]))
+    with pytest.raises(runtime.ConversionError, match="float64 outputs"):
+        iree_backend._to_host([np.zeros(2, np.float64)])
+
+
+_ADD = """func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %a, %b : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}"""
+
+
+def test_iree_compiles_and_runs_stablehlo_and_refusals_are_one_line() -> None:
+    pytest.importorskip("iree.compiler")
+    from xlabench.backends import iree as iree_backend
+
+    stages: dict[str, float] = {}
+    vmfb = runtime.timed(stages, "compile", iree_backend.compile_stablehlo, _ADD)
+    a = np.arange(4, dtype=np.float32)
+    function, args = iree_backend.load(vmfb, [a, a], threads=1)
+    (out,) = iree_backend._to_host(function(*args))
+    np.testing.assert_array_equal(out, 2 * a)
+    with pytest.raises(runtime.ConversionError,
+                       match=r"^compile: RuntimeError: iree-compile: .*error: custom op "
+                             r"'stablehlo.no_such_op' is unknown$") as err:
+        runtime.timed(stages, "compile", iree_backend.compile_stablehlo,
+                      _ADD.replace("stablehlo.add", "stablehlo.no_such_op"))
+    assert "\n" not in str(err.value) and set(stages) == {"compile"}

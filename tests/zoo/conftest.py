@@ -11,8 +11,10 @@ import pytest
 
 os.environ.setdefault("KERAS_BACKEND", "jax")  # before anything imports keras
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-#: The deployment runtimes convert the Keras-on-TensorFlow graph: collected on that run only.
-collect_ignore = [] if os.environ["KERAS_BACKEND"] == "tensorflow" else ["test_runtimes_zoo.py"]
+#: The deployment runtimes convert the Keras-on-TensorFlow graph (OpenVINO, ONNX Runtime) or the
+#: Keras-on-JAX export (IREE): collected on those two runs only.
+collect_ignore = ([] if os.environ["KERAS_BACKEND"] in ("tensorflow", "jax")
+                  else ["test_runtimes_zoo.py"])
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

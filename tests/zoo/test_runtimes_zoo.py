@@ -1,7 +1,9 @@
-"""Every registry model converted for OpenVINO and ONNX Runtime and run once (Keras-on-TF).
+"""Every registry model converted for each deployment runtime and run once.
 
-Collected only when KERAS_BACKEND=tensorflow (see conftest.py): the runtimes take the
-Keras-on-TensorFlow graph. One trace per model serves both runtimes (xlabench.backends.coverage);
+Collected when KERAS_BACKEND=tensorflow (OpenVINO and ONNX Runtime take the Keras-on-TensorFlow
+graph) and when KERAS_BACKEND=jax (IREE takes the Keras-on-JAX jax.export); see conftest.py.
+Each run covers the runtimes of its backend. One trace per model serves both TF runtimes
+(xlabench.backends.coverage);
 the worker does the same stages per runtime in its own process when it measures. A model
 known not to convert is flagged in the registry (`unsupported`): the test then checks the
 refusal is still real on the family's smallest model (a refused conversion costs as much as a
@@ -22,15 +24,18 @@ import numpy as np
 import pytest
 
 from xlabench.backends.base import seed_all
-from xlabench.backends.coverage import RUNTIMES, try_runtimes
+from xlabench.backends.coverage import runtimes_for, try_runtimes
 from xlabench.zoo import REGISTRY, ModelEntry, build_model
 
-#: Conversion time grows with the weights (both converters freeze every variable into the
-#: graph); above this many parameters a model's conversion is left to `make zoo-runtimes`.
+#: Conversion time grows with the weights (both TF converters freeze every variable into the
+#: graph); above this many parameters a model's conversion is left to `make zoo-runtimes`
+#: (IREE's compile grows with the graph: the same cut keeps the JAX run short).
 RUNTIME_PARAMS_LIMIT = 20_000_000
 #: Small but slow to convert: tf2onnx spent ~8 min on NASNetMobile's graph on a loaded CPU.
 SLOW_TO_CONVERT = frozenset({"nasnet_mobile"})
 RTOL_FP32 = 2e-3  # measure.parity's fp32 tolerance
+#: The runtimes this process converts for: those taking its Keras backend's model.
+RUNTIMES = runtimes_for(keras.backend.backend())
 
 
 def _marks(entry: ModelEntry) -> list:
@@ -45,7 +50,7 @@ def _first_of_family(entry: ModelEntry) -> bool:
 
 @pytest.fixture(autouse=True)
 def _fresh_session():
-    seed_all(0, "tensorflow")
+    seed_all(0, keras.backend.backend())
     yield
     keras.backend.clear_session()
     gc.collect()

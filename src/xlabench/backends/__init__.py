@@ -19,6 +19,7 @@ _MODULES = {
     "torch": "xlabench.backends.torch",
     "openvino": "xlabench.backends.openvino",
     "onnxruntime": "xlabench.backends.onnxruntime",
+    "iree": "xlabench.backends.iree",
 }
 
 

@@ -1,8 +1,10 @@
 """Can each deployment runtime take this model? One in-process conversion and one run each.
 
 The zoo tests and `bench/runtime_coverage.py` use this to cover the whole registry cheaply: the
-model is traced once and that one graph serves both runtimes (the worker, which measures, does
-the same stages per runtime in its own process). Keras-on-TensorFlow only, like the backends.
+model is traced once and that one graph serves every runtime of its exporting backend (the
+worker, which measures, does the same stages per runtime in its own process). OpenVINO and ONNX
+Runtime take the Keras-on-TensorFlow graph, IREE the Keras-on-JAX jax.export: a process covers
+the runtimes whose exporting backend is its KERAS_BACKEND (`runtimes_for`).
 """
 
 from __future__ import annotations
@@ -17,11 +19,20 @@ from typing import Any
 
 import numpy as np
 
+from xlabench.backends import iree as iree_backend
 from xlabench.backends import onnxruntime as ort_backend
 from xlabench.backends import openvino as ov_backend
 from xlabench.backends import runtime
 
-RUNTIMES = ("openvino", "onnxruntime")
+RUNTIMES = ("openvino", "onnxruntime", "iree")
+#: The Keras backend whose model each runtime takes.
+EXPORT_BACKENDS = {"openvino": runtime.EXPORT_BACKEND, "onnxruntime": runtime.EXPORT_BACKEND,
+                   "iree": iree_backend.EXPORT_BACKEND}
+
+
+def runtimes_for(keras_backend: str) -> tuple[str, ...]:
+    """The runtimes a process with this KERAS_BACKEND can convert for."""
+    return tuple(r for r in RUNTIMES if EXPORT_BACKENDS[r] == keras_backend)
 
 
 @dataclass(frozen=True)
@@ -38,14 +49,29 @@ class Outcome:
 
 
 def try_runtimes(model: Any, x: Any, threads: int = 1,
-                 runtimes: tuple[str, ...] = RUNTIMES) -> dict[str, Outcome]:
-    """Convert `model` (fp32, Keras-on-TF) for each of `runtimes` and run it once on `x`."""
+                 runtimes: tuple[str, ...] | None = None) -> dict[str, Outcome]:
+    """Convert `model` (fp32, built on the runtimes' exporting backend) for each of `runtimes`
+    (default: those of this process's Keras backend) and run it once on `x`."""
+    import keras
+
+    runtimes = runtimes_for(keras.backend.backend()) if runtimes is None else runtimes
+    wrong = [r for r in runtimes if EXPORT_BACKENDS[r] != keras.backend.backend()]
+    if wrong:
+        raise ValueError(f"{', '.join(wrong)} take a model built on "
+                         f"{EXPORT_BACKENDS[wrong[0]]}, not {keras.backend.backend()}")
     reference = _flat(model(x, training=False))
-    function, concrete = runtime.trace(model, x)
     host_x = runtime.host_input(x)
+    traced: list[Any] = []
+
+    def tf_graph() -> Any:  # traced once, for the runtimes that take the TF graph
+        if not traced:
+            traced.append(runtime.trace(model, x))
+        return traced[0]
+
     runs = {
-        "openvino": lambda: _run_openvino(concrete, host_x, threads),
-        "onnxruntime": lambda: _run_onnxruntime(function, x, host_x, threads),
+        "openvino": lambda: _run_openvino(tf_graph()[1], host_x, threads),
+        "onnxruntime": lambda: _run_onnxruntime(tf_graph()[0], x, host_x, threads),
+        "iree": lambda: _run_iree(model, x, threads),
     }
     with _scratch():
         return {name: _attempt(name, reference, runs[name]) for name in runtimes}
@@ -81,6 +107,11 @@ def _run_onnxruntime(function: Any, x: Any, host_x: Any, threads: int) -> list[A
     return session.run(None, {name: host_x})
 
 
+def _run_iree(model: Any, x: Any, threads: int) -> list[Any]:
+    function, args = iree_backend.compile_model(model, x, threads, {})
+    return iree_backend._to_host(function(*args))
+
+
 def _attempt(name: str, reference: list[np.ndarray], run: Any) -> Outcome:
     start = time.perf_counter()
     try:
@@ -100,9 +131,10 @@ def _attempt(name: str, reference: list[np.ndarray], run: Any) -> Outcome:
 
 def _flat(output: Any) -> list[np.ndarray]:
     """The Keras output as float64 arrays, dict keys sorted (the traced graph's order)."""
-    import tensorflow as tf
+    import keras
 
-    return [np.asarray(t.numpy(), dtype=np.float64) for t in tf.nest.flatten(output)]
+    return [np.asarray(keras.ops.convert_to_numpy(t), dtype=np.float64)
+            for t in keras.tree.flatten(output)]
 
 
 def _max_rel_diff(outputs: list[np.ndarray], reference: list[np.ndarray]) -> float:

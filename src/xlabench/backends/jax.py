@@ -61,13 +61,8 @@ def _jit_runner(model: Any, x: Any) -> Runner:
     every weight into the program as a constant: another program, and slow compiles)."""
     import jax
 
-    trainable = [v.value for v in model.trainable_variables]
-    non_trainable = [v.value for v in model.non_trainable_variables]
-
-    def forward(tv: Any, ntv: Any, inputs: Any) -> Any:
-        outputs, _ = model.stateless_call(tv, ntv, inputs, training=False)
-        return outputs
-
+    trainable, non_trainable = variable_values(model)
+    forward = stateless_forward(model)
     runner = Runner(lambda: None)
     compiled: list[Any] = []
 
@@ -79,6 +74,38 @@ def _jit_runner(model: Any, x: Any) -> Runner:
 
     runner.step = step
     return runner
+
+
+def variable_values(model: Any) -> tuple[list[Any], list[Any]]:
+    """The values (not the Keras variables) of the trainable and non-trainable weights."""
+    return ([v.value for v in model.trainable_variables],
+            [v.value for v in model.non_trainable_variables])
+
+
+def stateless_forward(model: Any) -> Any:
+    """forward(trainable, non_trainable, x): the inference pass with the variables as arguments."""
+
+    def forward(tv: Any, ntv: Any, inputs: Any) -> Any:
+        outputs, _ = model.stateless_call(tv, ntv, inputs, training=False)
+        return outputs
+
+    return forward
+
+
+def export_stateless(model: Any, x: Any) -> tuple[Any, list[Any]]:
+    """jax.export of the jitted stateless forward (what the xla mode compiles), for runtimes
+    outside jaxlib (the native runner's PJRT plugin, IREE).
+
+    Returns the Exported and the arguments its module takes, in order: jax.export drops unused
+    arguments, so only `module_kept_var_idx` of the flattened (trainable, non_trainable, x) are
+    kept. The batch, when kept, is the last of them.
+    """
+    import jax
+
+    trainable, non_trainable = variable_values(model)
+    exported = jax.export.export(jax.jit(stateless_forward(model)))(trainable, non_trainable, x)
+    flat = jax.tree_util.tree_leaves((trainable, non_trainable, x))
+    return exported, [flat[i] for i in sorted(exported.module_kept_var_idx)]
 
 
 def _compile_in_stages(jitted: Any, args: tuple[Any, ...], info: dict[str, Any]) -> Any:

@@ -15,11 +15,13 @@ BACKEND_MODES: dict[str, tuple[str, ...]] = {
     "tensorflow": ("eager", "graph", "xla"),
     "jax": ("eager", "xla"),
     "torch": ("eager", "compiled"),
-    # Deployment runtimes: the Keras model exported (by Keras-on-TensorFlow) and run by the
-    # runtime. OpenVINO has no mode of its own without its compiler; ONNX Runtime's `basic`
-    # runs the graph with every graph optimisation disabled.
+    # Deployment runtimes: the Keras model exported (by Keras-on-TensorFlow; for IREE by
+    # Keras-on-JAX) and run by the runtime. OpenVINO and IREE have no mode of their own without
+    # their compilers; ONNX Runtime's `basic` runs the graph with every graph optimisation
+    # disabled.
     "openvino": ("compiled",),
     "onnxruntime": ("basic", "compiled"),
+    "iree": ("compiled",),
 }
 #: Modes that run a whole-graph compiler (the study's "xla=True" column).
 COMPILED_MODES: frozenset[str] = frozenset({"xla", "compiled"})
@@ -27,7 +29,7 @@ COMPILED_MODES: frozenset[str] = frozenset({"xla", "compiled"})
 #: weights and input (a mode of the reference only, never measured on its own).
 REFERENCE_MODE = "keras_eager"
 #: Backends whose parity reference is not their own first mode.
-RUNTIME_BACKENDS: frozenset[str] = frozenset({"openvino", "onnxruntime"})
+RUNTIME_BACKENDS: frozenset[str] = frozenset({"openvino", "onnxruntime", "iree"})
 #: fp32: float32 everywhere; bf16: bfloat16 weights and compute;
 #: mixed: float32 weights, bfloat16 compute.
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "mixed")
@@ -41,6 +43,8 @@ BACKEND_PACKAGES: dict[str, tuple[str, str]] = {
                  "tensorflow)"),
     "onnxruntime": ("onnxruntime", "pip install 'xlabench[onnxruntime]'  (or: pip install "
                     "onnxruntime onnx tf2onnx tensorflow)"),
+    "iree": ("iree.runtime", "pip install 'xlabench[iree]'  (or: pip install iree-base-compiler "
+             "iree-base-runtime jax)"),
 }
 #: Who runs the timed loop: the Python worker, or the C++ program xlabench-native on an
 #: exported artifact (native/). Each compiled mode has one native runtime.

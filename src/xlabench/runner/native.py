@@ -387,35 +387,27 @@ def _export_pjrt(model: Any, x: Any, spec: Spec, artifact: Path, count: int) -> 
     jax.export drops unused arguments: only module_kept_var_idx are fed. The plugin's XLA is
     older than jaxlib's, so the two sides do not run the same compiler (recorded).
     """
-    import jax
     from jax._src.lib import xla_client
+
+    from xlabench.backends.jax import export_stateless
 
     plugin = pjrt_plugin()
     if plugin is None:
         raise NativeError(f"no PJRT CPU plugin: {INSTALL_HINTS['pjrt']}")
-    trainable = [v.value for v in model.trainable_variables]
-    non_trainable = [v.value for v in model.non_trainable_variables]
-
-    def forward(tv: Any, ntv: Any, inputs: Any) -> Any:
-        outputs, _ = model.stateless_call(tv, ntv, inputs, training=False)
-        return outputs
-
     start = time.perf_counter()
-    exported = jax.export.export(jax.jit(forward))(trainable, non_trainable, x)
+    exported, kept = export_stateless(model, x)
     export_s = time.perf_counter() - start
     (artifact / "module.mlirbc").write_bytes(exported.mlir_module_serialized)
-    flat = jax.tree_util.tree_leaves((trainable, non_trainable, x))
-    kept = sorted(exported.module_kept_var_idx)
     options = xla_client.CompileOptions()
     options.executable_build_options.num_replicas = 1  # empty options abort the plugin
     options.executable_build_options.num_partitions = 1
     (artifact / "compile_options.pb").write_bytes(options.SerializeAsString())
     return {
         "plugin": str(plugin), "module": "module.mlirbc", "compile_options": "compile_options.pb",
-        "args": [np.asarray(flat[i]) for i in kept],
+        "args": [np.asarray(a) for a in kept],
         "stages_s": {"export": export_s},
         "info": {"artifact": "jax.export StableHLO bytecode", "kept_args": len(kept),
-                 "all_args": len(flat), "plugin": str(plugin),
+                 "all_args": len(exported.in_avals), "plugin": str(plugin),
                  "plugin_package": _version("xla-cpu-pjrt"), "jaxlib": _version("jaxlib"),
                  "same_compiler": False,
                  "compiler_note": "the PJRT plugin's XLA differs from jaxlib's: native vs "

@@ -31,13 +31,15 @@ CLASSIFIER_KINDS = tuple(k for k in KINDS if k != "detector")
 #: Precisions each backend can run. Keras 3 applies dtype policies on every backend, so all
 #: three are allowed everywhere; a combination that fails on some device is stored as a failure.
 #: The runtimes take what their exporters take: Keras' ONNX export needs the float32 policy,
-#: and OpenVINO's TensorFlow frontend refuses bfloat16 graphs ("Const of unknown type").
+#: and OpenVINO's TensorFlow frontend refuses bfloat16 graphs ("Const of unknown type");
+#: IREE runs fp32 only until a bf16 artifact is checked.
 BACKEND_PRECISIONS: dict[str, tuple[str, ...]] = {
-    **{b: PRECISIONS for b in BACKEND_MODES}, "openvino": ("fp32",), "onnxruntime": ("fp32",)}
+    **{b: PRECISIONS for b in BACKEND_MODES}, "openvino": ("fp32",), "onnxruntime": ("fp32",),
+    "iree": ("fp32",)}
 #: Backend order inside each model group: JAX first, because a JAX worker counts the model's
 #: MACs/FLOPs in-process; the other backends then reuse the cached costs instead of paying for
 #: a separate cost-counting worker.
-BACKEND_ORDER = ("jax", "tensorflow", "torch", "openvino", "onnxruntime")
+BACKEND_ORDER = ("jax", "tensorflow", "torch", "openvino", "onnxruntime", "iree")
 
 #: Short measurement for `--preset demo` (and fine for smoke runs): precision is secondary.
 DEMO_MEASURE = MeasureSettings(
