@@ -22,7 +22,8 @@ from xlabench.zoo import REGISTRY
 FRAMEWORK_PAIRS = {f"{b}/{m}" for b in FRAMEWORKS for m in BACKEND_MODES[b]}
 ALL_PAIRS = len(FRAMEWORK_PAIRS)
 #: Written out, not derived: a mode added to a runtime must be added to the presets' tests too.
-RUNTIME_PAIRS = {"openvino/compiled", "onnxruntime/basic", "onnxruntime/compiled"}
+RUNTIME_PAIRS = {"openvino/compiled", "onnxruntime/basic", "onnxruntime/compiled",
+                 "iree/compiled"}
 STUDY_PAIRS = FRAMEWORK_PAIRS | RUNTIME_PAIRS
 
 
@@ -101,11 +102,11 @@ def runtimes_grid():
 
 
 def test_runtimes_preset_runs_every_model(runtimes_grid) -> None:
-    assert RUNTIMES == ("openvino", "onnxruntime")
+    assert RUNTIMES == ("openvino", "onnxruntime", "iree")
     assert {s.model for s in runtimes_grid.specs} == {e.name for e in REGISTRY}
     assert not runtimes_grid.skipped  # every default resolution is accepted
-    # per model: 6 backend/modes x batch 1 and 4
-    assert len(runtimes_grid.specs) == 6 * 2 * len(REGISTRY)
+    # per model: 7 backend/modes (TF's three, OpenVINO, ORT's two, IREE) x batch 1 and 4
+    assert len(runtimes_grid.specs) == 7 * 2 * len(REGISTRY)
 
 
 @pytest.mark.parametrize("model", [e.name for e in REGISTRY])

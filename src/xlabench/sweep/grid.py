@@ -130,8 +130,9 @@ class Grid:
 # ------------------------------------------------------------------------------------ presets
 #: The study's Keras backends (the deployment runtimes are added by presets that ask for them).
 FRAMEWORKS = ("tensorflow", "jax", "torch")
-#: The deployment runtimes: the Keras-on-TensorFlow export run by another engine (fp32 only).
-RUNTIMES = ("openvino", "onnxruntime")
+#: The deployment runtimes (fp32 only): the Keras-on-TensorFlow export run by OpenVINO and ONNX
+#: Runtime, the Keras-on-JAX StableHLO export compiled by IREE.
+RUNTIMES = ("openvino", "onnxruntime", "iree")
 _STUDY_COMMON: dict[str, Any] = {
     "batch_sizes": (4,), "precisions": ("fp32",), "repeats": 1,
     "backends": (*FRAMEWORKS, *RUNTIMES), "modes": (),
@@ -203,7 +204,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # The deployment runtimes against the TensorFlow graph they are exported from: every model
     # at its own resolution, batch 1 (latency-bound serving) and 4, fp32 (all they take), on
-    # OpenVINO, ONNX Runtime basic/compiled and TF eager/graph/XLA for reference. Models a
+    # OpenVINO, ONNX Runtime basic/compiled, IREE and TF eager/graph/XLA for reference. Models a
     # converter refuses are stored as `unsupported` with the reason: that is coverage data.
     "runtimes": {
         "parts": ({
