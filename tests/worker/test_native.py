@@ -68,6 +68,9 @@ def test_tf_c_record_is_stored_with_native_samples(tmp_path: Path, mode: str) ->
     assert record.latency is not None and len(record.latency.step_s) == QUICK.latency_steps
     stages = record.warmup.compile_stages_s
     assert stages["export"] > 0 and stages["native_load"] > 0
+    # export and load come before the C++ first call: they are part of the compile time
+    assert record.warmup.compile_s >= sum(stages.values()) - 1e-9
+    assert record.warmup.first_call_s > record.warmup.compile_s
 
 
 NEEDS_OPENVINO = pytest.mark.skipif("openvino" not in native.compiled_runtimes(),

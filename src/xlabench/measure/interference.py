@@ -128,4 +128,4 @@ def busy_before_start(seconds: float = 1.0) -> str | None:
         return None
     reason = reason.replace("its CPUs", "the CPUs")
     return (f"warning: the machine is busy before starting: {reason} over {seconds:.0f} s; "
-            "processes measured now will be flagged and re-run")
+            "processes measured now will be flagged")
