@@ -90,7 +90,17 @@ NOTES = {
 NASNET_MOBILE_TORCH = (
     ("torch", "Keras 3.15 refuses NASNetMobile on the torch backend (an open Keras bug)"),
 )
-UNSUPPORTED = {"nasnet_mobile": NASNET_MOBILE_TORCH}
+#: ConvNeXt's depthwise convolutions are Conv2D(groups=channels): the grouped-convolution path
+#: tf2onnx cannot take (measured on convnext_tiny with bench/runtime_coverage.py: ONNX Runtime
+#: "INVALID_GRAPH" at the ..._depthwise_conv StatefulPartitionedCall; the variants share it).
+CONVNEXT_ONNX = (
+    ("onnxruntime", "Keras-on-TensorFlow runs ConvNeXt's depthwise convolutions (Conv2D with "
+     "groups) as a nested tf.function(jit_compile=True), which tf2onnx leaves as an unconverted "
+     "StatefulPartitionedCall: ONNX Runtime rejects the graph as invalid"),
+)
+UNSUPPORTED = {"nasnet_mobile": NASNET_MOBILE_TORCH,
+               **{f"convnext_{size}": CONVNEXT_ONNX
+                  for size in ("tiny", "small", "base", "large", "xlarge")}}
 
 
 def _entry(row: tuple) -> ModelEntry:

@@ -58,7 +58,7 @@ RESNET_RS_PARAMS = {50: 35_745_288, 101: 63_724_296, 152: 86_773_256, 200: 93_38
 
 
 #: Measured with tf2onnx 1.17 / Keras 3.15 (bench/runtime_coverage.py): RegNets' grouped
-#: convolutions are the only ones in the registry.
+#: convolutions (and ConvNeXt's depthwise ones, a Conv2D with groups = channels).
 REGNET_ONNX = ("onnxruntime", "Keras-on-TensorFlow runs grouped convolutions as a nested "
                "tf.function(jit_compile=True), which tf2onnx leaves as an unconverted "
                "StatefulPartitionedCall: ONNX Runtime rejects the graph as invalid")
