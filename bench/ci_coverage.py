@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 from xlabench.core.result import ResultPolicy
@@ -56,7 +57,7 @@ def run_once(config: tuple[str, int, str, str], db: Path) -> dict:
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
     result = json.loads(done.stdout)["result"]
-    return {**result, "wall_s": wall_s}
+    return {**result, "wall_s": wall_s, "at_s": time.time()}
 
 
 def stored_runs(config: tuple[str, int, str, str], db: Path) -> list[dict]:
@@ -65,7 +66,8 @@ def stored_runs(config: tuple[str, int, str, str], db: Path) -> list[dict]:
     model, resolution, backend, mode = config
     query = """
         SELECT c.result_json, (SELECT SUM(json_extract(p.record_json, '$.duration_s'))
-                               FROM results p WHERE p.result_id = c.result_id) AS wall_s
+                               FROM results p WHERE p.result_id = c.result_id) AS wall_s,
+               c.updated_at
         FROM combined_results c
         WHERE c.status = 'ok' AND c.spec_id IN (
             SELECT spec_id FROM results WHERE model = ? AND resolution = ? AND backend = ?
@@ -73,7 +75,8 @@ def stored_runs(config: tuple[str, int, str, str], db: Path) -> list[dict]:
         ORDER BY c.updated_at"""
     with sqlite3.connect(db) as connection:
         rows = connection.execute(query, (model, resolution, backend, mode)).fetchall()
-    return [{**json.loads(text), "wall_s": wall_s or 0.0} for text, wall_s in rows]
+    return [{**json.loads(text), "wall_s": wall_s or 0.0,
+             "at_s": datetime.fromisoformat(at).timestamp()} for text, wall_s, at in rows]
 
 
 def stored_processes(config: tuple[str, int, str, str], db: Path) -> list[float]:
@@ -108,10 +111,31 @@ def resampled_coverage(pool: list[float], pairs: int, seed: int = 0) -> tuple[fl
     return held / pairs, statistics.median(widths)
 
 
+#: runs further apart than this are of different sessions (the machine may have changed regime)
+SESSION_GAP_S = 1800.0
+
+
+def sessions(runs: list[dict]) -> list[int]:
+    """A session index per run: a new session starts after a gap of SESSION_GAP_S."""
+    index, last, found = -1, None, []
+    for run in runs:
+        if last is None or run["at_s"] - last > SESSION_GAP_S:
+            index += 1
+        last = run["at_s"]
+        found.append(index)
+    return found
+
+
 def summarize(runs: list[dict]) -> dict:
+    runs = sorted(runs, key=lambda r: r["at_s"])
     medians = [r["median_sps"] for r in runs]
+    session = dict(zip(map(id, runs), sessions(runs), strict=True))
     pairs = [(a, b) for a in runs for b in runs if a is not b]
-    held = sum(a["ci_low_sps"] <= b["median_sps"] <= a["ci_high_sps"] for a, b in pairs)
+    holds = [a["ci_low_sps"] <= b["median_sps"] <= a["ci_high_sps"] for a, b in pairs]
+    held = sum(holds)
+    same = [h for (a, b), h in zip(pairs, holds, strict=True) if session[id(a)] == session[id(b)]]
+    across = [h for (a, b), h in zip(pairs, holds, strict=True)
+              if session[id(a)] != session[id(b)]]
     halfwidths = [max(r["median_sps"] - r["ci_low_sps"], r["ci_high_sps"] - r["median_sps"])
                   / r["median_sps"] for r in runs]
     return {
@@ -120,6 +144,9 @@ def summarize(runs: list[dict]) -> dict:
         "pairs": len(pairs), "held": held, "k": [r["k"] for r in runs],
         "flagged": sum(r["flagged"] for r in runs),
         "wall_s": statistics.median(r["wall_s"] for r in runs),
+        "sessions": len(set(session.values())),
+        "within": f"{sum(same)}/{len(same)}" if same else "-",
+        "across": f"{sum(across)}/{len(across)}" if across else "-",
     }
 
 
@@ -148,8 +175,9 @@ def main() -> int:
     if args.all_in_db:
         runs = {config: stored_runs(config, db) for config in chosen}
     print("\n| configuration | medians of the runs (samples/s) | spread | typical interval "
-          "| pairwise coverage | processes per run | flagged runs | wall s per run |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| pairwise coverage | within a session | across sessions | processes per run "
+          "| flagged runs | wall s per run |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for (model, resolution, backend, mode), found in runs.items():
         if len(found) < 2:
             print(f"| {model}@{resolution} b4 {backend}/{mode} | fewer than 2 runs |")
@@ -157,8 +185,8 @@ def main() -> int:
         s = summarize(found)
         print(f"| {model}@{resolution} b4 {backend}/{mode} | {s['low']:.1f}-{s['high']:.1f} | "
               f"{100 * s['spread']:.1f}% | ±{100 * s['halfwidth']:.1f}% | "
-              f"{s['held']}/{s['pairs']} ({s['coverage']:.2f}) | {s['k']} | {s['flagged']} | "
-              f"{s['wall_s']:.0f} |")
+              f"{s['held']}/{s['pairs']} ({s['coverage']:.2f}) | {s['within']} | "
+              f"{s['across']} | {s['k']} | {s['flagged']} | {s['wall_s']:.0f} |")
     if args.resample:
         print(f"\n| configuration | clean processes stored | resampled coverage "
               f"({args.resample} pairs) | resampled typical interval |")

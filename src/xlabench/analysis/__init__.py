@@ -26,6 +26,7 @@ from xlabench.analysis.health import (
     failures_by_reason,
     measurement_quality,
     parity_failures,
+    rerun_agreement,
 )
 from xlabench.analysis.load import FILTER_COLUMNS, load_results, results_frame
 from xlabench.analysis.native import (
@@ -101,6 +102,7 @@ __all__ = [
     "parity_failures",
     "python_share",
     "rank",
+    "rerun_agreement",
     "results_frame",
     "runner_pairs",
     "runtime_coverage",

@@ -1,10 +1,12 @@
-"""What went wrong: parity failures and failed runs."""
+"""What went wrong: parity failures and failed runs; how each number was measured, and whether
+re-runs of a configuration agree with its intervals."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from xlabench.analysis.select import CONFIG_KEYS, latest_per_config
+from xlabench.analysis.select import CONFIG_KEYS, every_result, latest_per_config
 
 
 def parity_failures(results: pd.DataFrame) -> pd.DataFrame:
@@ -58,3 +60,34 @@ def measurement_quality(results: pd.DataFrame) -> pd.DataFrame:
             local["flagged"], local["between_processes"], strict=True)])
     order = order.sort_values(["_rank", "model", "backend", "mode"]).drop(columns="_rank")
     return order.assign(ci_confidence_pct=100 * order["ci_confidence"]).reset_index(drop=True)
+
+
+def rerun_agreement(results: pd.DataFrame) -> pd.DataFrame:
+    """Configurations measured by two or more results here (re-runs): how far their figures
+    spread, and how often one result's interval holds another's figure (over ordered pairs;
+    an honest 95% interval scores about 0.83 when both sides vary, issue 10's check). This is
+    the test of the intervals a user's own database can make."""
+    local = every_result(results)
+    local = local[local["origin"] == "local"]
+    keys = [*CONFIG_KEYS, "env_id"]
+    rows = []
+    for key, group in local.groupby(keys, dropna=False, sort=False):
+        if len(group) < 2:
+            continue
+        estimate = group["throughput_sps"].to_numpy(dtype=float)
+        low = group["throughput_sps_ci_low"].to_numpy(dtype=float)
+        high = group["throughput_sps_ci_high"].to_numpy(dtype=float)
+        pairs = [(i, j) for i in range(len(group)) for j in range(len(group)) if i != j]
+        held = sum(bool(low[i] <= estimate[j] <= high[i]) for i, j in pairs)
+        rows.append({**dict(zip(keys, key, strict=True)), "results": len(group),
+                     "low_sps": estimate.min(), "high_sps": estimate.max(),
+                     "spread_pct": 100 * (estimate.max() / estimate.min() - 1),
+                     "median_halfwidth_pct": 100 * float(np.median(
+                         np.maximum(estimate - low, high - estimate) / estimate)),
+                     "pairs_held": held, "pairs": len(pairs),
+                     "agreement": held / len(pairs)})
+    return pd.DataFrame(rows, columns=[*keys, *RERUN_COLUMNS])
+
+
+RERUN_COLUMNS = ("results", "low_sps", "high_sps", "spread_pct", "median_halfwidth_pct",
+                 "pairs_held", "pairs", "agreement")

@@ -94,6 +94,18 @@ def latest_per_config(results: pd.DataFrame) -> pd.DataFrame:
         "id", kind="mergesort")
 
 
+def every_result(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per result (not only the latest of each configuration), its processes combined
+    as in `latest_per_config`, oldest first: what re-runs of one configuration gave."""
+    ok = successful(results).sort_values("id", kind="mergesort")
+    if ok.empty:
+        return ok.assign(**{c: pd.Series(dtype=object) for c in COMBINED_COLUMNS})
+    keys = pd.Series([_result_key(r) for r in ok.itertuples()], index=ok.index)
+    grouped = ok.groupby(keys, sort=False)
+    combined = pd.DataFrame([_combine_processes(group) for _, group in grouped])
+    return combined.sort_values("id", kind="mergesort").reset_index(drop=True)
+
+
 #: Columns `latest_per_config` adds to a result's row.
 COMBINED_COLUMNS = (
     "processes", "processes_total", "processes_flagged", "ci_confidence", "ci_method",

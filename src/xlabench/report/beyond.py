@@ -16,6 +16,7 @@ from xlabench.analysis import (
     failures_by_reason,
     measurement_quality,
     parity_failures,
+    rerun_agreement,
     throughput_vs_batch_size,
 )
 from xlabench.analysis.intervals import MIN_BOOTSTRAP_SAMPLES
@@ -268,8 +269,33 @@ def quality_finding(ctx: Context) -> Finding:
         Column("processes_total", "of", "int"), Column("processes_flagged", "flagged", "int"),
         Column("ci_method", "interval", "text"), Column("flag_reason", "interference", "text"),
     )
-    return Finding("quality", title, summary, [], [Table("Results", frame, columns)],
-                   part="beyond")
+    reruns = rerun_agreement(ctx.results)
+    tables = [Table("Results", frame, columns)]
+    if not reruns.empty:
+        summary.append(_rerun_summary(reruns))
+        tables.append(Table("Re-runs of one configuration: do the intervals hold?", reruns,
+                            RERUN_TABLE_COLUMNS))
+    return Finding("quality", title, summary, [], tables, part="beyond")
+
+
+RERUN_TABLE_COLUMNS = (
+    *PAIR_COLUMNS, Column("backend", "backend"), Column("mode", "mode"),
+    Column("runner", "runner"), Column("results", "results", "int"),
+    Column("low_sps", "lowest samples/s", "sps"), Column("high_sps", "highest samples/s", "sps"),
+    Column("spread_pct", "spread", "share"),
+    Column("median_halfwidth_pct", "typical interval ±", "share"),
+    Column("pairs_held", "pairs held", "int"), Column("pairs", "of", "int"),
+    Column("agreement", "agreement", "ratio"),
+)
+
+
+def _rerun_summary(reruns: pd.DataFrame) -> str:
+    held, pairs = int(reruns["pairs_held"].sum()), int(reruns["pairs"].sum())
+    return (f"{len(reruns)} configurations were measured by two or more results here: one "
+            f"result's interval held another's figure in {held} of {pairs} ordered pairs "
+            f"({held / pairs:.2f}; an honest 95% interval scores about 0.83, both sides "
+            "varying). Far below that, re-runs differ by more than the processes of one run "
+            "do: the machine changed between them.")
 
 
 def batch_size_finding(ctx: Context) -> Finding:
