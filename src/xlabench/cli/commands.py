@@ -34,7 +34,7 @@ PROCESS_COLUMNS = (
 #: `results`: one row per result (its processes combined).
 RESULT_COLUMNS = (
     ("id", "id"), ("model", "model"), ("backend", "backend"), ("mode", "mode"),
-    ("resolution", "res"), ("batch_size", "batch"), ("precision", "prec"),
+    ("runner", "runner"), ("resolution", "res"), ("batch_size", "batch"), ("precision", "prec"),
     ("accelerator", "device"), ("status", "status"), ("processes", "k"),
     ("throughput_sps", "samples/s"), ("rel_ci_halfwidth", "±CI"), ("ci_confidence", "conf"),
     ("interference", "interference"), ("latency_ms_p50", "p50 ms"), ("compile_s", "compile s"),

@@ -264,8 +264,9 @@ def quality_finding(ctx: Context) -> Finding:
         "No result is flagged for interference.",
     ]
     columns = (
-        *PAIR_COLUMNS, Column("backend", "backend"), Column("mode", "mode"), SPS,
-        Column("ci_confidence_pct", "confidence", "share"), Column("processes", "processes", "int"),
+        *PAIR_COLUMNS, Column("backend", "backend"), Column("mode", "mode"),
+        Column("runner", "runner"), SPS, Column("ci_confidence_pct", "confidence", "share"),
+        Column("processes", "processes", "int"),
         Column("processes_total", "of", "int"), Column("processes_flagged", "flagged", "int"),
         Column("ci_method", "interval", "text"), Column("flag_reason", "interference", "text"),
     )

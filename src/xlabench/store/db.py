@@ -318,14 +318,21 @@ def _legacy_result_row(row: dict[str, Any]) -> dict[str, Any]:
     record = json.loads(row["record_json"])
     throughput = record.get("throughput") or {}
     flat = {k: v for k, v in row.items() if k != "record_json"}
+    flat["runner"] = _runner(row)
     why = interference_reason(Record.from_dict(record).interference) if row["result_id"] else None
     return {**flat, "processes": "1", "ci_confidence": throughput.get("ci_confidence"),
             "ci_method": "one process: order-statistic interval of its own samples",
             "interference": why or ""}
 
 
+def _runner(row: dict[str, Any]) -> str:
+    """python or native: part of the configuration, kept in the record's spec, not a column."""
+    return (json.loads(row["record_json"]).get("spec") or {}).get("runner", "python")
+
+
 def _result_row(row: dict[str, Any], result: Result) -> dict[str, Any]:
     flat = {k: v for k, v in row.items() if k != "record_json"}
+    flat["runner"] = _runner(row)
     shown = str(result.k) if result.k == result.k_total else f"{result.k} of {result.k_total}"
     if result.status != "ok":
         return {**flat, "status": result.status, "error": result.error, "processes": shown,
