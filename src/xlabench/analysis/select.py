@@ -100,10 +100,11 @@ def every_result(results: pd.DataFrame) -> pd.DataFrame:
     ok = successful(results).sort_values("id", kind="mergesort")
     if ok.empty:
         return ok.assign(**{c: pd.Series(dtype=object) for c in COMBINED_COLUMNS})
-    keys = pd.Series([_result_key(r) for r in ok.itertuples()], index=ok.index)
-    grouped = ok.groupby(keys, sort=False)
+    ok = ok.assign(result_key=[_result_key(r) for r in ok.itertuples()])
+    grouped = ok.groupby("result_key", sort=False)
     combined = pd.DataFrame([_combine_processes(group) for _, group in grouped])
-    return combined.sort_values("id", kind="mergesort").reset_index(drop=True)
+    return combined.drop(columns="result_key").sort_values(
+        "id", kind="mergesort").reset_index(drop=True)
 
 
 #: Columns `latest_per_config` adds to a result's row.

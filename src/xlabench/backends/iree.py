@@ -165,6 +165,9 @@ def compile_stablehlo(mlir: str | bytes) -> bytes:
 _FLAGS_SET: list[int] = []  # runtime flags are process-wide: parse them once per worker
 
 
+_LOADED: list[tuple[Any, ...]] = []
+
+
 def load(vmfb: bytes, args: list[Any], threads: int) -> tuple[Any, list[Any]]:
     """The module's entry function on a fresh local-task device, and its arguments on it."""
     import iree.runtime as rt
@@ -182,6 +185,10 @@ def load(vmfb: bytes, args: list[Any], threads: int) -> tuple[Any, list[Any]]:
     context.add_vm_module(module)
     function = context.modules[module.name][ENTRY]
     device_args = [rt.asdevicearray(device, np.asarray(a)) for a in args]
+    # The function does not keep its context and device alive: freed when this returns, a later
+    # garbage collection of the function or its buffers segfaults. They live as long as the
+    # process (a worker loads one module).
+    _LOADED.append((device, config, context, module))
     return function, device_args
 
 
