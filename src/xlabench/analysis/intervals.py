@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from xlabench.measure import combine
 
@@ -110,3 +111,36 @@ def speedup_interval(
     if min(len(compiled_sps), len(baseline_sps)) >= MIN_BOOTSTRAP_SAMPLES:
         return bootstrap(compiled_sps, baseline_sps, rng)
     return from_ci_ends(compiled_ci, baseline_ci)
+
+
+@dataclass(frozen=True)
+class RatioSide:
+    """The columns of one side of a ratio in a table of pairs (one row per pair)."""
+
+    samples: str
+    ci_low: str
+    ci_high: str
+    processes: str
+    rounds: str
+
+
+def ratio_intervals(
+    table: pd.DataFrame, top: RatioSide, bottom: RatioSide
+) -> tuple[list[SpeedupInterval], pd.Series, pd.Series, pd.Series]:
+    """`speedup_interval` of top / bottom for every row, one seeded generator for the table:
+    the intervals, their low and high ends, and `significant` (the interval excludes 1)."""
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    intervals = [
+        speedup_interval(
+            getattr(row, top.samples), getattr(row, bottom.samples),
+            (getattr(row, top.ci_low), getattr(row, top.ci_high)),
+            (getattr(row, bottom.ci_low), getattr(row, bottom.ci_high)), rng,
+            processes=((getattr(row, top.processes), getattr(row, top.rounds)),
+                       (getattr(row, bottom.processes), getattr(row, bottom.rounds))),
+        )
+        for row in table.itertuples()
+    ]
+    low = pd.Series([i.ratio_low for i in intervals], index=table.index, dtype="float64")
+    high = pd.Series([i.ratio_high for i in intervals], index=table.index, dtype="float64")
+    significant = ((low > 1) | (high < 1)).astype("boolean").mask(low.isna())
+    return intervals, low, high, significant

@@ -10,10 +10,9 @@ bootstrap (or CI ends) of one-process results.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from xlabench.analysis.intervals import BOOTSTRAP_SEED, speedup_interval
+from xlabench.analysis.intervals import RatioSide, ratio_intervals
 from xlabench.analysis.select import CONFIG_KEYS, latest_per_config
 
 RUNNERS = ("python", "native")
@@ -76,22 +75,15 @@ def python_share(results: pd.DataFrame) -> pd.DataFrame:
     return table.drop(columns=drop).reset_index(drop=True)
 
 
+def _side(runner: str) -> RatioSide:
+    return RatioSide(f"sample_sps_{runner}", f"{runner}_ci_low_sps", f"{runner}_ci_high_sps",
+                     f"process_sps_{runner}", f"process_rounds_{runner}")
+
+
 def _ratio_intervals(pairs: pd.DataFrame) -> pd.DataFrame:
     """native / python intervals by the speedups' method (native plays the compiled side)."""
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    intervals = [
-        speedup_interval(
-            row.sample_sps_native, row.sample_sps_python,
-            (row.native_ci_low_sps, row.native_ci_high_sps),
-            (row.python_ci_low_sps, row.python_ci_high_sps), rng,
-            processes=((row.process_sps_native, row.process_rounds_native),
-                       (row.process_sps_python, row.process_rounds_python)),
-        )
-        for row in pairs.itertuples()
-    ]
-    low = pd.Series([i.ratio_low for i in intervals], index=pairs.index, dtype="float64")
-    high = pd.Series([i.ratio_high for i in intervals], index=pairs.index, dtype="float64")
-    significant = ((low > 1) | (high < 1)).astype("boolean").mask(low.isna())
+    intervals, low, high, significant = ratio_intervals(pairs, _side("native"),
+                                                        _side("python"))
     return pairs.assign(native_over_python_ci_low=low, native_over_python_ci_high=high,
                         ci_method=pd.Series([i.method for i in intervals], index=pairs.index,
                                             dtype=object),

@@ -3,10 +3,9 @@ confidence intervals, the eager -> graph -> XLA decomposition and the compile-ti
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from xlabench.analysis.intervals import BOOTSTRAP_SEED, speedup_interval
+from xlabench.analysis.intervals import RatioSide, ratio_intervals
 from xlabench.analysis.native import native_step
 from xlabench.analysis.ranking import RankRule, rank
 from xlabench.analysis.select import (
@@ -78,21 +77,15 @@ def speedup_table(results: pd.DataFrame, comparison: Comparison) -> pd.DataFrame
     return table.drop(columns=drop).reset_index(drop=True)
 
 
+def _side(suffix: str) -> RatioSide:
+    return RatioSide(f"sample_sps_{suffix}", f"throughput_sps_ci_low_{suffix}",
+                     f"throughput_sps_ci_high_{suffix}", f"process_sps_{suffix}",
+                     f"process_rounds_{suffix}")
+
+
 def _with_intervals(table: pd.DataFrame) -> pd.DataFrame:
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    intervals = [
-        speedup_interval(
-            row.sample_sps_compiled, row.sample_sps_baseline,
-            (row.throughput_sps_ci_low_compiled, row.throughput_sps_ci_high_compiled),
-            (row.throughput_sps_ci_low_baseline, row.throughput_sps_ci_high_baseline), rng,
-            processes=((row.process_sps_compiled, row.process_rounds_compiled),
-                       (row.process_sps_baseline, row.process_rounds_baseline)),
-        )
-        for row in table.itertuples()
-    ]
-    ratio_low = pd.Series([i.ratio_low for i in intervals], index=table.index, dtype="float64")
-    ratio_high = pd.Series([i.ratio_high for i in intervals], index=table.index, dtype="float64")
-    significant = ((ratio_low > 1) | (ratio_high < 1)).astype("boolean").mask(ratio_low.isna())
+    intervals, ratio_low, ratio_high, significant = ratio_intervals(
+        table, _side("compiled"), _side("baseline"))
     return table.assign(
         speedup_ratio_ci_low=ratio_low, speedup_ratio_ci_high=ratio_high,
         speedup_abs_ci_low_sps=[i.diff_low_sps for i in intervals],
