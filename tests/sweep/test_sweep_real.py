@@ -99,7 +99,8 @@ def test_kill_9_then_resume(tmp_path: Path) -> None:
     assert _ok_per_spec(db) == {spec_id: 2 for spec_id in expected}
     assert _complete_results(db) == 3
     with ResultStore(db) as store:
-        assert {r.k for r in store.combined()} == {2}
+        # k_total, not k: on a busy test machine a process may be flagged and left out of k
+        assert {r.k_total for r in store.combined()} == {2}
 
 
 def test_two_pinned_workers_with_trackers(tmp_path: Path) -> None:
