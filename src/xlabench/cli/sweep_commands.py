@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from xlabench.cli.commands import add_measure_args, add_policy_args, warn_if_busy
-from xlabench.core.spec import RUNNERS
+from xlabench.core.spec import BACKEND_MODES, RUNNERS
 from xlabench.runner import native
 from xlabench.sweep import PRESETS, Sweep, build_config, format_plan, format_summary, load_toml
 from xlabench.sweep.grid import EXECUTORS, SweepConfig, expand
@@ -38,8 +38,9 @@ def add_sweep(sub: Any) -> None:
     )
     p.add_argument("--preset", choices=list(PRESETS), default=None,
                    help="study: the study's grid (with the runtimes); gpu: JAX and torch on a GPU; "
-                   "demo: a small CPU grid (make demo); runtimes: OpenVINO and ONNX Runtime "
-                   "against TensorFlow, batch 1 and 4")
+                   "demo: a small CPU grid (make demo); runtimes: OpenVINO, ONNX Runtime and IREE "
+                   "against TensorFlow, batch 1 and 4; compare: three models at 224 on every "
+                   "backend/mode and runner, side by side")
     p.add_argument("--config", metavar="SWEEP.toml", default=None,
                    help="TOML file with the same keys as the flags (e.g. batch_sizes = [1, 4])")
     grid = p.add_argument_group("grid (comma-separated lists; repeatable)")
@@ -49,9 +50,9 @@ def add_sweep(sub: Any) -> None:
         ("--kinds", "cnn, transformer, mlp, hybrid, detector (default: all)"),
         ("--resolutions", "input sizes, or 'default' for each model's own (default: default)"),
         ("--batch-sizes", "batch sizes (default: 4)"),
-        ("--backends", "tensorflow, jax, torch, openvino, onnxruntime (default: all)"),
-        ("--modes", "eager, graph, xla, compiled, basic; each backend runs those it has "
-         "(default: all)"),
+        ("--backends", f"{', '.join(BACKEND_MODES)} (default: all)"),
+        ("--modes", f"{', '.join(dict.fromkeys(m for ms in BACKEND_MODES.values() for m in ms))}; "
+         "each backend runs those it has (default: all)"),
         ("--precisions", "fp32, bf16, mixed (default: fp32)"),
     ):
         grid.add_argument(flag, action="append", default=None, help=what)

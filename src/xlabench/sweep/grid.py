@@ -163,6 +163,13 @@ GPU_MODELS = _gpu_models()
 _DEMO_COMMON: dict[str, Any] = {
     "resolutions": (64,), "batch_sizes": (4,), "precisions": ("fp32",), "measure": DEMO_MEASURE,
 }
+#: The issue's side-by-side models; sampling shortened from the defaults (8 s, not 20 s, a
+#: process), since each configuration has three to four processes.
+COMPARE_MODELS = ("mobilenet_v3_small", "resnet50_v1", "efficient_b0")
+_COMPARE_COMMON: dict[str, Any] = {
+    "models": COMPARE_MODELS, "resolutions": (224,), "batch_sizes": (4,), "precisions": ("fp32",),
+    "measure": MeasureSettings(target_rel_ci=0.02, warmup_max_s=10.0, budget_s=8.0),
+}
 PRESETS: dict[str, dict[str, Any]] = {
     # The study's grid: each classifier at its own input size, detectors at 320 and 640; every
     # backend/mode pair (TF eager, graph, XLA; JAX eager, XLA; torch eager, compiled), and the
@@ -200,6 +207,18 @@ PRESETS: dict[str, dict[str, Any]] = {
         "timeout_s": 600.0,
         "db": "demo.db",
         # three processes per configuration and no more: the demo shows the method, in minutes
+        "policy": {"min_processes": 3, "max_processes": 3, "rerun_flagged": 1},
+    },
+    # Side by side, in one sweep: three models of different shape (depthwise/SE, plain
+    # residual, compound-scaled) at 224, batch 4, fp32, on every backend/mode and on the C++
+    # runner wherever a native runtime exists, so one report holds "which runtime" and
+    # "Python's share" with intervals from the same hours of the same machine.
+    "compare": {
+        "parts": (
+            {**_COMPARE_COMMON, "backends": (*BACKEND_MODES,), "modes": ()},
+            {**_COMPARE_COMMON, "backends": (*BACKEND_MODES,), "modes": (), "runner": "native"},
+        ),
+        "db": "compare.db",
         "policy": {"min_processes": 3, "max_processes": 3, "rerun_flagged": 1},
     },
     # The deployment runtimes against the TensorFlow graph they are exported from: every model
