@@ -12,6 +12,8 @@ here is >= 0.75.
     .venv/bin/python bench/ci_coverage.py --repeats 6 --db /tmp/coverage.db
     # add 3 runs of the first three configurations to a db, then judge every run stored in it
     .venv/bin/python bench/ci_coverage.py --repeats 3 --configs 0 1 2 --all-in-db
+    # no new runs: the stored ones, judged with today's interval (between-run variation added)
+    .venv/bin/python bench/ci_coverage.py --repeats 0 --all-in-db --replay
 
 Run it on a quiet machine; a run flagged for interference is reported as such.
 
@@ -36,7 +38,8 @@ from datetime import datetime
 from pathlib import Path
 
 from xlabench.core.result import ResultPolicy
-from xlabench.measure.combine import log_t_interval
+from xlabench.measure.combine import log_t_interval, run_drift
+from xlabench.store import ResultStore
 
 #: model, resolution, backend, mode (batch 4): TensorFlow, JAX and PyTorch, eager and compiled.
 CONFIGS = (
@@ -87,6 +90,33 @@ def stored_processes(config: tuple[str, int, str, str], db: Path) -> list[float]
                AND throughput_sps > 0 AND NOT COALESCE(interference_flagged, 0)"""
     with sqlite3.connect(db) as connection:
         return [row[0] for row in connection.execute(query, (model, resolution, backend, mode))]
+
+
+def every_stored_result(db: Path) -> list[dict]:
+    """Every finished, clean combined result in the db (any configuration), oldest first."""
+    query = """SELECT spec_id, env_id, result_json, updated_at FROM combined_results
+               WHERE complete = 1 AND status = 'ok' AND flagged = 0 AND k >= 2
+               ORDER BY updated_at"""
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute(query).fetchall()
+    return [{**json.loads(text), "spec_id": spec_id, "env_id": env_id,
+             "at_s": datetime.fromisoformat(at).timestamp()} for spec_id, env_id, text, at in rows]
+
+
+def replayed(run: dict, history: list[dict], same_machine: set[str]) -> dict:
+    """`run` with the interval today's method gives it: its processes, plus the between-run
+    variation of the re-runs of *other* configurations stored before it on its machine
+    (`same_machine`: those environments), what the sweep had when it stored the run."""
+    groups: dict[tuple[str, str], list[list[float]]] = {}
+    for other in history:
+        if (other["at_s"] < run["at_s"] and other["spec_id"] != run["spec_id"]
+                and other["env_id"] in same_machine):
+            groups.setdefault((other["spec_id"], other["env_id"]), []).append(
+                list(other["process_medians_sps"]))
+    drift = run_drift(groups.values())
+    interval = log_t_interval(run["process_medians_sps"], drift=drift)
+    return {**run, "median_sps": interval.estimate, "ci_low_sps": interval.low,
+            "ci_high_sps": interval.high, "drift_rel_sd": drift.rel_sd if drift else None}
 
 
 def simulated_run(pool: list[float], policy: ResultPolicy, rng: random.Random) -> tuple:
@@ -158,6 +188,10 @@ def main() -> int:
                         default=list(range(len(CONFIGS))), help="indices into CONFIGS")
     parser.add_argument("--all-in-db", action="store_true",
                         help="judge every stored run of the configurations, not only this one's")
+    parser.add_argument("--replay", action="store_true",
+                        help="with --all-in-db: judge the stored runs with today's interval "
+                             "(their processes, plus the between-run variation of other "
+                             "configurations' re-runs stored before each)")
     parser.add_argument("--resample", type=int, default=0, metavar="PAIRS",
                         help="also simulate PAIRS pairs of runs from the stored processes")
     args = parser.parse_args()
@@ -174,6 +208,21 @@ def main() -> int:
                   flush=True)
     if args.all_in_db:
         runs = {config: stored_runs(config, db) for config in chosen}
+    if args.all_in_db and args.replay:
+        history = every_stored_result(db)
+        by_id = {r["result_id"]: r for r in history}
+        with ResultStore(db) as store:
+            machines = {r["env_id"]: set(store.machine_env_ids(r["env_id"])) for r in history}
+        runs = {config: [{**replayed(by_id[r["result_id"]], history,
+                                     machines[by_id[r["result_id"]]["env_id"]]),
+                          "wall_s": r["wall_s"]}
+                         for r in found if r["result_id"] in by_id]
+                for config, found in runs.items()}
+        drifts = [r["drift_rel_sd"] for found in runs.values() for r in found]
+        known = [d for d in drifts if d is not None]
+        print(f"replayed with today's interval: {len(known)} of {len(drifts)} runs had a "
+              f"between-run variation to add (σ {100 * min(known or [0]):.1f}-"
+              f"{100 * max(known or [0]):.1f}%)")
     print("\n| configuration | medians of the runs (samples/s) | spread | typical interval "
           "| pairwise coverage | within a session | across sessions | processes per run "
           "| flagged runs | wall s per run |")

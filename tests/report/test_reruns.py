@@ -51,3 +51,25 @@ def test_the_quality_section_shows_the_reruns() -> None:
     titles = [t.title for t in quality.tables]
     assert "Re-runs of one configuration: do the intervals hold?" in titles
     assert any("held another's figure in 2 of 6 ordered pairs" in s for s in quality.summary)
+
+
+def test_each_configuration_takes_the_drift_of_the_others_re_runs() -> None:
+    """Two configurations re-run on one machine: each one's intervals include the between-run
+    variation of the *other* one's re-runs (not its own), and the quality section says so."""
+    other = ((50.0, 51.0, 49.0), (56.0, 55.0, 57.0), (45.0, 46.0, 44.5))
+    rows = frame(results(RUNS) + results(other, model="mobilenet_v3_small"))
+    (resnet,) = rerun_agreement(rows[rows["model"] == "resnet50_v1"]).to_dict("records")
+    assert resnet["pairs_held"] == 2  # alone on its machine: nothing to learn the drift from
+    both = rerun_agreement(rows).set_index("model")
+    drift = combine.run_drift([[list(r) for r in other]])
+    assert drift is not None and drift.rel_sd > 0.05
+    intervals = [combine.log_t_interval(run, drift=drift) for run in RUNS]
+    expected = sum(a.low <= b.estimate <= a.high
+                   for a in intervals for b in intervals if a is not b)
+    assert both.loc["resnet50_v1", "pairs_held"] == expected > 2
+    findings = build_findings(rows, ReportOptions())
+    quality = next(f for f in findings if f.key == "quality")
+    assert any("include the between-run variation of this machine" in s for s in quality.summary)
+    lone = next(f for f in build_findings(frame(results(RUNS[:1])), ReportOptions())
+                if f.key == "quality")
+    assert any("No configuration has been re-run on this machine" in s for s in lone.summary)

@@ -211,8 +211,8 @@ def test_unknown_kind_with_a_preset() -> None:
 
 
 def test_unknown_preset_and_key() -> None:
-    with pytest.raises(UserError,
-                       match="unknown preset 'paper'; choose from study, gpu, demo, runtimes"):
+    with pytest.raises(UserError, match="unknown preset 'paper'; choose from study, gpu, demo, "
+                                        "compare, runtimes"):
         build_config("paper")
     with pytest.raises(UserError, match="unknown sweep setting 'batch'"):
         build_config(file_values={"batch": 4})

@@ -86,8 +86,10 @@ def latest_per_config(results: pd.DataFrame) -> pd.DataFrame:
     per_repeat = [*CONFIG_KEYS, "repeat"]
     last = ok.groupby(per_repeat, dropna=False)["result_last_id"].transform("max")
     chosen = ok[ok["result_last_id"] == last]
+    drifts = environment_drifts(ok)
     grouped = chosen.groupby(list(CONFIG_KEYS), dropna=False, sort=False)
-    combined = pd.DataFrame([_combine_processes(group) for _, group in grouped])
+    combined = pd.DataFrame([_combine_processes(group, drifts.get(_drift_key(group)))
+                             for _, group in grouped])
     combined = combined.astype({k: v for k, v in ok.dtypes.to_dict().items()
                                 if k in combined.columns}, errors="ignore")
     return combined.drop(columns=["result_key", "result_last_id"]).sort_values(
@@ -101,8 +103,10 @@ def every_result(results: pd.DataFrame) -> pd.DataFrame:
     if ok.empty:
         return ok.assign(**{c: pd.Series(dtype=object) for c in COMBINED_COLUMNS})
     ok = ok.assign(result_key=[_result_key(r) for r in ok.itertuples()])
+    drifts = environment_drifts(ok)
     grouped = ok.groupby("result_key", sort=False)
-    combined = pd.DataFrame([_combine_processes(group) for _, group in grouped])
+    combined = pd.DataFrame([_combine_processes(group, drifts.get(_drift_key(group)))
+                             for _, group in grouped])
     return combined.drop(columns="result_key").sort_values(
         "id", kind="mergesort").reset_index(drop=True)
 
@@ -111,7 +115,36 @@ def every_result(results: pd.DataFrame) -> pd.DataFrame:
 COMBINED_COLUMNS = (
     "processes", "processes_total", "processes_flagged", "ci_confidence", "ci_method",
     "between_processes", "flagged", "flag_reason", "process_sps", "process_rounds", "repeats",
+    "run_ci_low", "run_ci_high", "drift_rel_sd",
 )
+
+
+def _drift_key(rows: pd.DataFrame) -> tuple[Any, ...]:
+    """(machine, environment, configuration) of a result's rows."""
+    first = rows.iloc[0]
+    return (first.get("machine_id", ""), first.get("env_id", ""),
+            tuple(first.get(k) for k in CONFIG_KEYS))
+
+
+def environment_drifts(ok: pd.DataFrame) -> dict[tuple[Any, ...], combine.RunDrift | None]:
+    """Per `_drift_key`: the between-run variation measured from the re-runs of the *other*
+    configurations on that machine (any of its environments), as the sweep stores it
+    (`sweep.run.environment_drift`; here from every result in the frame, later ones too).
+    Results used: two or more clean processes, not flagged. `ok` needs `result_key`."""
+    if "env_id" not in ok.columns or ok.empty:
+        return {}
+    runs: dict[tuple[Any, ...], list[list[float]]] = {}
+    keys = set()
+    for _, rows in ok.groupby("result_key", sort=False):
+        key = _drift_key(rows)
+        keys.add(key)
+        flagged = rows["interference_flagged"].fillna(0).astype(bool)
+        clean = [float(v) for v in rows.loc[~flagged, "throughput_sps"]]
+        if len(clean) >= max(2, ResultPolicy().min_processes):
+            runs.setdefault(key, []).append(clean)
+    return {key: combine.run_drift(r for (machine, _, config), r in runs.items()
+                                   if machine == key[0] and config != key[2])
+            for key in keys}
 
 
 def _result_key(row: Any) -> str:
@@ -119,19 +152,25 @@ def _result_key(row: Any) -> str:
     return str(result_id) if isinstance(result_id, str) and result_id else f"row{row.id}"
 
 
-def _combine_processes(runs: pd.DataFrame) -> pd.Series:
+def _combine_processes(runs: pd.DataFrame, drift: combine.RunDrift | None = None) -> pd.Series:
     flagged = runs["interference_flagged"].fillna(0).astype(bool)
     used = runs[~flagged] if (~flagged).any() else runs
     row = used.iloc[-1].copy()  # the latest process supplies everything not combined below
     medians = [float(v) for v in used["throughput_sps"]]
+    row["drift_rel_sd"] = None
     if len(used) >= 2:
-        interval = combine.log_t_interval(medians)
+        alone = combine.log_t_interval(medians)
+        interval = combine.log_t_interval(medians, drift=drift) if drift else alone
         row["throughput_sps"] = interval.estimate
         row["throughput_sps_ci_low"], row["throughput_sps_ci_high"] = interval.low, interval.high
+        row["run_ci_low"], row["run_ci_high"] = alone.low, alone.high
         row["rel_ci_halfwidth"] = interval.rel_halfwidth
         row["ci_confidence"], row["ci_method"] = interval.confidence, interval.method
         row["batch_time_ms"] = 1000 * row["batch_size"] / interval.estimate
+        row["drift_rel_sd"] = drift.rel_sd if drift else None
     else:
+        row["run_ci_low"], row["run_ci_high"] = (row.get("throughput_sps_ci_low"),
+                                                 row.get("throughput_sps_ci_high"))
         row["ci_method"] = "one process: order-statistic interval of its own samples"
     row["n_samples"] = used["n_samples"].sum()
     row["sample_sps"] = [s for samples in used["sample_sps"] for s in samples]

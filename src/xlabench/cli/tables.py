@@ -64,6 +64,12 @@ def format_result(result: Result, records: Sequence[Record], db: str | None = No
             f"{result.ci_low_sps:.2f}-{result.ci_high_sps:.2f}, "
             f"±{100 * (result.rel_ci_halfwidth or 0):.1f}%, {target})")
         lines.append(f"  from {result.k} of {result.k_total} processes: {result.ci_method}")
+        if result.drift_rel_sd is not None and result.run_ci_low_sps is not None:
+            lines.append(f"  this run's processes alone: {result.run_ci_low_sps:.2f}-"
+                         f"{result.run_ci_high_sps:.2f} (the target is judged on this one)")
+        elif result.between_processes:
+            lines.append("  no re-runs of other configurations on this machine yet: the interval "
+                         "cannot include how runs at other times differ")
     if result.flagged:
         lines.append(f"  FLAGGED: {result.flag_reason}")
     for record in records:

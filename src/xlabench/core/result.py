@@ -10,7 +10,9 @@ every layer that judges (worker, store, sweep, analysis, report) asks these func
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +75,19 @@ class ResultPolicy:
         return dataclasses.asdict(self)
 
 
+#: What makes two environments the same machine (their software may differ): the
+#: between-run variation of a result's interval is pooled over every environment of its machine.
+MACHINE_KEYS = ("hostname", "cpu_model", "cpu_count", "machine", "accelerator", "gpus")
+
+
+def machine_id(env: Mapping[str, Any]) -> str:
+    """A hash of the record environment's machine keys (see MACHINE_KEYS)."""
+    gpus = [{k: v for k, v in g.items() if k != "clocks_mhz"} for g in env.get("gpus") or []]
+    keys = {k: env.get(k) for k in MACHINE_KEYS if k != "gpus"}
+    text = json.dumps({**keys, "gpus": gpus}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def interference_reason(figures: Interference | None) -> str | None:
     """Why a process counts as measured under interference, or None if it is clean."""
     if figures is None:
@@ -116,6 +131,13 @@ class Result:
     process_medians_sps: tuple[float, ...]  # of the processes combined, in run order
     process_rounds: tuple[int, ...]  # their sweep rounds (pairing for speedups)
     error: str | None = None
+    # The interval of this run's processes alone; ci_low/high_sps add the environment's
+    # between-run variation when the store had re-runs to measure it (drift_* say how much,
+    # from how many results); without it the two intervals are the same.
+    run_ci_low_sps: float | None = None
+    run_ci_high_sps: float | None = None
+    drift_rel_sd: float | None = None
+    drift_results: int = 0
 
     @property
     def rel_ci_halfwidth(self) -> float | None:

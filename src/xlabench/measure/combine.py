@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,18 +101,101 @@ class Interval:
         return max(self.estimate - self.low, self.high - self.estimate) / abs(self.estimate)
 
 
-def log_t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
-    """Geometric mean of positive `values` with the t interval of their logs (needs >= 2)."""
+def log_t_interval(
+    values: Sequence[float], confidence: float = CONFIDENCE, drift: RunDrift | None = None
+) -> Interval:
+    """Geometric mean of positive `values` with the t interval of their logs (needs >= 2).
+
+    With `drift`, the interval also holds the between-run variation measured in this
+    environment: its variance adds to the squared standard error of the mean, and the degrees
+    of freedom come from Welch-Satterthwaite (both variances are estimates).
+    """
     if len(values) < 2 or min(values) <= 0:
         raise ValueError("need at least two positive values")
     logs = [math.log(v) for v in values]
     k = len(logs)
     mean = sum(logs) / k
-    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (k - 1))
-    half = t_quantile(0.5 + confidence / 2.0, k - 1) * sd / math.sqrt(k)
+    se2 = sum((x - mean) ** 2 for x in logs) / (k - 1) / k
+    extra = drift.log_var if drift is not None else 0.0
+    df = _satterthwaite_df(se2, k - 1, extra, drift.df if drift is not None else 1)
+    half = t_quantile(0.5 + confidence / 2.0, df) * math.sqrt(se2 + extra)
     method = f"t interval of log process medians ({k} processes, {k - 1} df)"
+    if drift is not None:
+        method = (f"t interval of log process medians ({k} processes) with the between-run "
+                  f"variation of this environment ({drift.describe()}; {df:.1f} df)")
     return Interval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), confidence,
                     method, k)
+
+
+def _satterthwaite_df(a: float, df_a: float, b: float, df_b: float) -> float:
+    """Degrees of freedom of the sum of two variance estimates a (df_a) and b (df_b)."""
+    if b <= 0.0 or a + b <= 0.0:
+        return df_a
+    if a <= 0.0:
+        return df_b
+    return (a + b) ** 2 / (a * a / df_a + b * b / df_b)
+
+
+# --------------------------------------------------------------------------- between runs
+#: Below this many pooled degrees of freedom the between-run variance is not estimated.
+MIN_DRIFT_DF = 2
+
+
+@dataclass(frozen=True)
+class RunDrift:
+    """How much results of the same configuration, measured by separate runs (at other times,
+    after the machine may have changed state), differ beyond what their processes' spread
+    explains: a variance of log throughput, pooled over the configurations measured twice or
+    more in one environment. Processes of one run share the machine's state of that hour, so
+    their spread cannot show it; only re-runs can, and they are in the store."""
+
+    log_var: float
+    df: int  # pooled: the sum over configurations of (results - 1)
+    configurations: int
+    results: int
+
+    @property
+    def rel_sd(self) -> float:
+        return math.sqrt(self.log_var)
+
+    def describe(self) -> str:
+        return (f"σ {100 * self.rel_sd:.1f}% from {self.results} results of "
+                f"{self.configurations} configurations")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rel_sd": self.rel_sd, "df": self.df, "configurations": self.configurations,
+                "results": self.results}
+
+
+def run_drift(configurations: Iterable[Sequence[Sequence[float]]]) -> RunDrift | None:
+    """The pooled between-run variance of log throughput, or None with too little data.
+
+    Each configuration is a list of results (two or more), each the process medians of one
+    result (two or more). Per configuration, the method of moments of the one-way random-effects
+    model: the variance of the results' mean log medians minus the mean of their squared
+    standard errors (what the processes alone would make them scatter); pooled with weights
+    results - 1, then at least 0.
+    """
+    pooled, df, used, results = 0.0, 0, 0, 0
+    for runs in configurations:
+        runs = [r for r in runs if len(r) >= 2 and min(r) > 0]
+        if len(runs) < 2:
+            continue
+        means, se2 = [], []
+        for medians in runs:
+            logs = [math.log(v) for v in medians]
+            mean = sum(logs) / len(logs)
+            means.append(mean)
+            se2.append(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1) / len(logs))
+        grand = sum(means) / len(means)
+        between = sum((m - grand) ** 2 for m in means) / (len(means) - 1)
+        pooled += (between - sum(se2) / len(se2)) * (len(runs) - 1)
+        df, used, results = df + len(runs) - 1, used + 1, results + len(runs)
+    if df < MIN_DRIFT_DF:
+        return None
+    # truncated once, after pooling: clipping each configuration's noisy estimate at 0 first
+    # would bias the pool upwards when runs do not drift at all
+    return RunDrift(max(0.0, pooled / df), df, used, results)
 
 
 def log_spread(values: Sequence[float]) -> float:
@@ -133,13 +216,17 @@ def clean_processes(records: Sequence[Record]) -> tuple[list[Record], list[Recor
 
 
 def combine(
-    records: Sequence[Record], result_id: str, policy: ResultPolicy, env_id: str = ""
+    records: Sequence[Record], result_id: str, policy: ResultPolicy, env_id: str = "",
+    drift: RunDrift | None = None,
 ) -> Result:
     """The combined figure of one configuration's processes (all with the same spec).
 
     Clean processes are combined; flagged ones only when no clean process exists. The result
     is flagged when it has fewer clean processes than the policy's minimum because some were
-    measured under interference (or when it had to use flagged ones).
+    measured under interference (or when it had to use flagged ones). With `drift` (the
+    environment's between-run variation, from earlier results in the store) the interval also
+    holds it; `run_ci_*` keep the interval of this run's processes alone, and the policy's
+    target is judged on that one (more processes cannot narrow a drift between runs).
     """
     if not records:
         raise ValueError("no processes to combine")
@@ -151,9 +238,11 @@ def combine(
         failed = next((r for r in reversed(records) if not r.ok), records[-1])
         return _empty_result(records, result_id, env_id or first.env_id, failed, flag_reason)
     medians = [r.throughput.median_sps for r in used]  # type: ignore[union-attr]
-    interval = _interval(used)
+    run_interval = _interval(used)
     between = len(used) >= 2
-    rel = interval.rel_halfwidth
+    drift = drift if between else None
+    interval = log_t_interval(medians, drift=drift) if drift is not None else run_interval
+    rel = run_interval.rel_halfwidth
     return Result(
         result_id=result_id, spec_id=first.spec_id, env_id=env_id or first.env_id, status="ok",
         k=len(used), k_total=len(records), k_flagged=len(flagged),
@@ -162,6 +251,9 @@ def combine(
         target_rel_ci=policy.target_rel_ci, target_met=between and rel <= policy.target_rel_ci,
         flagged=bool(flag_reason), flag_reason=flag_reason, process_medians_sps=tuple(medians),
         process_rounds=tuple(r.process.round for r in used),
+        run_ci_low_sps=run_interval.low, run_ci_high_sps=run_interval.high,
+        drift_rel_sd=drift.rel_sd if drift is not None else None,
+        drift_results=drift.results if drift is not None else 0,
     )
 
 

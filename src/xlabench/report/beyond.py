@@ -262,6 +262,7 @@ def quality_finding(ctx: Context) -> Finding:
         "(another process used their CPUs during timing). Their numbers are shown, marked, "
         "and should not be trusted." if flagged else
         "No result is flagged for interference.",
+        _drift_summary(frame),
     ]
     columns = (
         *PAIR_COLUMNS, Column("backend", "backend"), Column("mode", "mode"),
@@ -277,6 +278,20 @@ def quality_finding(ctx: Context) -> Finding:
         tables.append(Table("Re-runs of one configuration: do the intervals hold?", reruns,
                             RERUN_TABLE_COLUMNS))
     return Finding("quality", title, summary, [], tables, part="beyond")
+
+
+def _drift_summary(frame: pd.DataFrame) -> str:
+    between = frame[frame["between_processes"].astype(bool)]
+    drift = pd.to_numeric(between.get("drift_rel_sd", pd.Series(dtype=float)),
+                          errors="coerce").dropna()
+    if drift.empty:
+        return ("No configuration has been re-run on this machine: the intervals hold for the "
+                "processes of each run, not for how runs at other times differ (often by more). "
+                "Re-run a few configurations to measure that; later results then include it.")
+    return (f"{len(drift)} of {len(between)} multi-process intervals also include the "
+            f"between-run variation of this machine (σ {100 * drift.min():.1f}-"
+            f"{100 * drift.max():.1f}%, measured from re-runs of the other configurations): "
+            "processes of one run share the machine's state of that hour; re-runs show it.")
 
 
 RERUN_TABLE_COLUMNS = (

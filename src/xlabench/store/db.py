@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.core import Record, UserError, utc_now
-from xlabench.core.result import Result, ResultPolicy, interference_reason
+from xlabench.core.result import Result, ResultPolicy, interference_reason, machine_id
 from xlabench.store.schema import (
     APPLICATION,
     COMBINED_COLUMNS,
@@ -228,6 +228,37 @@ class ResultStore:
         sql = ("SELECT result_json FROM combined_results" + (f" WHERE {where}" if where else "")
                + " ORDER BY rowid")
         return [Result.from_json(r[0]) for r in self._conn.execute(sql, list(filters.values()))]
+
+    def rerun_groups(self, env_id: str, exclude_spec_id: str = "") -> list[list[list[float]]]:
+        """Per configuration measured by two or more finished results in one environment of
+        `env_id`'s machine (clean, of two or more processes each; `exclude_spec_id`'s left
+        out): each result's process medians. What `measure.combine.run_drift` estimates the
+        between-run variation from; every environment of the machine counts, since a software
+        change does not change how the machine drifts (each group stays within one
+        environment, so it does not mix software versions)."""
+        env_ids = self.machine_env_ids(env_id)
+        if not env_ids:
+            return []
+        marks = ", ".join("?" for _ in env_ids)
+        sql = ("SELECT spec_id, env_id, result_json FROM combined_results WHERE complete = 1 "
+               f"AND status = 'ok' AND flagged = 0 AND k >= 2 AND env_id IN ({marks}) "
+               "AND spec_id != ? ORDER BY rowid")
+        groups: dict[tuple[str, str], list[list[float]]] = {}
+        for spec_id, env, text in self._conn.execute(sql, (*env_ids, exclude_spec_id)):
+            medians = json.loads(text).get("process_medians_sps") or []
+            groups.setdefault((spec_id, env), []).append([float(m) for m in medians])
+        return [runs for runs in groups.values() if len(runs) >= 2]
+
+    def machine_env_ids(self, env_id: str) -> list[str]:
+        """The stored environments of `env_id`'s machine (`core.result.machine_id`), itself
+        included if it has records; [] if it has none."""
+        sql = ("SELECT env_id, json_extract(record_json, '$.env') FROM results "
+               "WHERE id IN (SELECT MIN(id) FROM results GROUP BY env_id)")
+        machines = {env: machine_id(json.loads(text or "{}"))
+                    for env, text in self._conn.execute(sql)}
+        if env_id not in machines:
+            return []
+        return sorted(e for e, m in machines.items() if m == machines[env_id])
 
     def count(self) -> int:
         return int(self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])

@@ -19,6 +19,7 @@ from typing import TextIO
 
 from xlabench.core import Record, Spec
 from xlabench.core.result import SAMPLING_TARGET_ENV, Result, ResultPolicy
+from xlabench.measure import combine
 from xlabench.runner import current_env_id, ensure_peaks, with_costs
 from xlabench.runner.execute import remember_costs
 from xlabench.store import ResultStore
@@ -187,7 +188,7 @@ class Sweep:
         if not tracker.records:
             return None
         assert self.store is not None
-        result = tracker.result()
+        result = tracker.result(environment_drift(self.store, tracker))
         self.store.save_result(result, tracker.policy, complete, self.sweep_id)
         return result
 
@@ -261,6 +262,17 @@ def run_result(
             scheduler.keep(record)
             costs.finished(done)
             progress.record(record)
-    result = tracker.result()
+    result = tracker.result(environment_drift(store, tracker))
     store.save_result(result, policy, complete=True, sweep_id=sweep_id)
     return result, tracker.records
+
+
+def environment_drift(store: ResultStore, tracker: Tracker) -> combine.RunDrift | None:
+    """The between-run variation of the environment the result's processes ran in, from the
+    re-runs stored there of *other* configurations (None until some were re-run): a property
+    of the machine, and leaving the result's own configuration out keeps the re-run check in
+    the report (do re-runs land inside each other's intervals?) from grading itself."""
+    env_ids = {r.env_id for r in tracker.records if r.ok}
+    if len(env_ids) != 1:
+        return None  # no process yet, or processes from several machines: nothing to pool
+    return combine.run_drift(store.rerun_groups(env_ids.pop(), tracker.spec.spec_id()))

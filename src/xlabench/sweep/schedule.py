@@ -107,8 +107,8 @@ class Tracker:
         return ProcessInfo(result_id=self.result_id, index=len(self.records), round=round_index,
                            sampling_target_rel_ci=target, sampling_reason=reason)
 
-    def result(self) -> Result:
-        return combine.combine(self.records, self.result_id, self.policy)
+    def result(self, drift: combine.RunDrift | None = None) -> Result:
+        return combine.combine(self.records, self.result_id, self.policy, drift=drift)
 
     def summary_record(self, result: Result) -> Record | None:
         """One record that stands for the whole result (for trackers): the latest successful
