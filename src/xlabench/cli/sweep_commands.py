@@ -38,8 +38,8 @@ def add_sweep(sub: Any) -> None:
     )
     p.add_argument("--preset", choices=list(PRESETS), default=None,
                    help="study: the study's grid (with the runtimes); gpu: JAX and torch on a GPU; "
-                   "demo: a small CPU grid (make demo); runtimes: OpenVINO and ONNX Runtime "
-                   "against TensorFlow, batch 1 and 4")
+                   "demo: a small CPU grid (make demo); runtimes: OpenVINO, ONNX Runtime, "
+                   "LiteRT, IREE against TensorFlow, batch 1 and 4")
     p.add_argument("--config", metavar="SWEEP.toml", default=None,
                    help="TOML file with the same keys as the flags (e.g. batch_sizes = [1, 4])")
     grid = p.add_argument_group("grid (comma-separated lists; repeatable)")
@@ -49,7 +49,8 @@ def add_sweep(sub: Any) -> None:
         ("--kinds", "cnn, transformer, mlp, hybrid, detector (default: all)"),
         ("--resolutions", "input sizes, or 'default' for each model's own (default: default)"),
         ("--batch-sizes", "batch sizes (default: 4)"),
-        ("--backends", "tensorflow, jax, torch, openvino, onnxruntime (default: all)"),
+        ("--backends", "tensorflow, jax, torch, openvino, onnxruntime, litert, iree "
+         "(default: all)"),
         ("--modes", "eager, graph, xla, compiled, basic; each backend runs those it has "
          "(default: all)"),
         ("--precisions", "fp32, bf16, mixed (default: fp32)"),
