@@ -133,7 +133,9 @@ def compile_file(path: str, mode: str, threads: int, info: dict[str, Any],
     info["litert_flex_nodes"] = sum(name.startswith("Flex") for name in nodes)
     check_delegation(mode, info["litert_delegate_nodes"])
     (tensor_in,) = interpreter.get_input_details()
-    return interpreter, tensor_in["index"], [t["index"] for t in interpreter.get_output_details()]
+    outputs = interpreter.get_output_details()
+    info["litert_output_shapes"] = [[int(d) for d in t["shape"]] for t in outputs]
+    return interpreter, tensor_in["index"], [t["index"] for t in outputs]
 
 
 def load(path: str, mode: str, threads: int) -> Any:
