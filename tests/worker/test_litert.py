@@ -48,7 +48,7 @@ def test_litert_measures_with_parity_and_says_what_ran(records, mode: str) -> No
     assert config["op_resolver"] == RESOLVER[mode]
     assert config["num_threads"] == runtime["threads"] >= 1
     assert info["tflite_bytes"] > 0 and info["litert_flex_nodes"] == 0
-    assert info["litert_converter_route"] in ("saved_model", "frozen_graph")
+    assert info["litert_converter_route"] == "frozen concrete function"
 
 
 def test_litert_basic_ran_no_delegate_and_compiled_ran_xnnpack(records) -> None:

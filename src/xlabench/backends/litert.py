@@ -93,20 +93,24 @@ def convert(concrete: Any, model: Any, info: dict[str, Any]) -> str:
     """The traced function through TFLiteConverter as Keras' LiteRT export configures it;
     returns the .tflite file.
 
-    Keras converts a SavedModel of the model's serving endpoint; given the concrete function
-    and the model that owns its variables, the converter takes the same route (it saves
-    them as a SavedModel and imports that), falling back to freezing the function's graph if
-    the save fails: which route it took is recorded (`litert_converter_route`).
+    Keras writes a SavedModel of the serving endpoint (ExportArchive) and converts that; we
+    freeze the traced function's graph instead (`experimental_lower_to_saved_model=False`):
+    on mobilenet_v3_small the same ops and weights (the files differ by Keras' signature
+    def, 172 bytes of 10 MB; identical outputs) in 1.8 s instead of 10.8 s. Letting the
+    converter lower the function and the whole Keras model to a SavedModel itself is not an
+    option: the variables stay resource variables nothing initialises (READ_VARIABLE fails).
     """
     import tensorflow as tf
 
+    # `model` owns the variables the function captures: kept alive through the conversion.
     converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], model)
+    converter.experimental_lower_to_saved_model = False
     # Keras' settings: builtin ops, TensorFlow ops (Flex) where no builtin exists.
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS,
                                            tf.lite.OpsSet.SELECT_TF_OPS]
     converter.experimental_enable_resource_variables = True
     flatbuffer = converter.convert()
-    info["litert_converter_route"] = "saved_model" if converter.saved_model_dir else "frozen_graph"
+    info["litert_converter_route"] = "frozen concrete function"
     path = os.path.join(runtime.artifacts_dir(), "model.tflite")
     with open(path, "wb") as out:
         out.write(flatbuffer)
