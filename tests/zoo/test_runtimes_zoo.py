@@ -12,8 +12,9 @@ good one), so the flag goes when a converter learns the model.
 
 Conversion is slow (tf2onnx: ~1 s per million parameters here, minutes for NASNet's graph), so
 `make zoo` converts the smallest variant of each family up to RUNTIME_PARAMS_LIMIT parameters
-(9 models, ~2-3 min on 2 cores); every other model is marked `runtimes_heavy` and runs with
-`make zoo-runtimes` (by hand, about an hour on 2 cores).
+(9 models, ~2-3 min on 2 cores; LiteRT's test of the same 9: 62 s on 2 cores); every other
+model is marked `runtimes_heavy` and runs with `make zoo-runtimes` (by hand, about an hour on 2
+cores).
 """
 
 from __future__ import annotations
