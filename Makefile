@@ -61,8 +61,8 @@ unit: setup
 
 # Every model builds and runs on TensorFlow (heavy ones and parameter counts included: its
 # builds and eager forward are the fastest); the light ones on JAX and torch too. The TF run
-# also converts the smallest model of each family (up to 20M parameters) for OpenVINO and ONNX
-# Runtime, the JAX run for IREE (conversion time grows with the weights: every other model is
+# also converts the smallest model of each family (up to 20M parameters) for OpenVINO, ONNX
+# Runtime and LiteRT, the JAX run for IREE (conversion time grows with the weights: every other model is
 # `zoo-runtimes`, by hand).
 zoo: setup
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not runtimes_heavy" tests/zoo

@@ -2,7 +2,7 @@
 
 Every model is built on the exporting Keras backend at its smallest resolution (batch 1, seeded
 random weights), traced once, converted for that backend's runtimes (Keras-on-TensorFlow:
-OpenVINO and ONNX Runtime; Keras-on-JAX: IREE), run once on each and compared with the Keras
+OpenVINO, ONNX Runtime and LiteRT; Keras-on-JAX: IREE), run once on each and compared with the Keras
 eager output (xlabench.backends.coverage). Prints a markdown table and writes one JSON line per
 model to --out.
 

@@ -23,7 +23,7 @@ FRAMEWORK_PAIRS = {f"{b}/{m}" for b in FRAMEWORKS for m in BACKEND_MODES[b]}
 ALL_PAIRS = len(FRAMEWORK_PAIRS)
 #: Written out, not derived: a mode added to a runtime must be added to the presets' tests too.
 RUNTIME_PAIRS = {"openvino/compiled", "onnxruntime/basic", "onnxruntime/compiled",
-                 "iree/compiled"}
+                 "litert/basic", "litert/compiled", "iree/compiled"}
 STUDY_PAIRS = FRAMEWORK_PAIRS | RUNTIME_PAIRS
 
 
@@ -52,7 +52,7 @@ def test_mode_list_applies_per_backend() -> None:
     config = build_config(overrides={"models": "mobilenet_v3_small", "resolutions": "32",
                                      "modes": "eager,xla,compiled,graph"})
     grid = expand(config)
-    asked = {"eager", "xla", "compiled", "graph"}  # onnxruntime's basic is not asked for
+    asked = {"eager", "xla", "compiled", "graph"}  # the runtimes' basic is not asked for
     assert _pairs(grid.specs) == {f"{b}/{m}": 1 for b, ms in BACKEND_MODES.items() for m in ms
                                   if m in asked}
     assert grid.skipped["mode compiled not available on jax"] == 1
@@ -102,11 +102,12 @@ def runtimes_grid():
 
 
 def test_runtimes_preset_runs_every_model(runtimes_grid) -> None:
-    assert RUNTIMES == ("openvino", "onnxruntime", "iree")
+    assert RUNTIMES == ("openvino", "onnxruntime", "litert", "iree")
     assert {s.model for s in runtimes_grid.specs} == {e.name for e in REGISTRY}
     assert not runtimes_grid.skipped  # every default resolution is accepted
-    # per model: 7 backend/modes (TF's three, OpenVINO, ORT's two, IREE) x batch 1 and 4
-    assert len(runtimes_grid.specs) == 7 * 2 * len(REGISTRY)
+    # per model: 9 backend/modes (TF's three, OpenVINO, ORT's two, LiteRT's two, IREE) x
+    # batch 1 and 4
+    assert len(runtimes_grid.specs) == 9 * 2 * len(REGISTRY)
 
 
 @pytest.mark.parametrize("model", [e.name for e in REGISTRY])
@@ -269,15 +270,15 @@ def test_cli_dry_run_prints_plan_and_creates_nothing(run_cli, tmp_path: Path) ->
 
 def test_runtime_backends_sweep_fp32_only_after_the_frameworks() -> None:
     config = build_config(overrides={"models": "mobilenet_v3_small", "resolutions": "32",
-                                     "backends": "iree,onnxruntime,openvino,jax",
+                                     "backends": "iree,litert,onnxruntime,openvino,jax",
                                      "precisions": "fp32,bf16"})
     grid = expand(config)
     backends = list(dict.fromkeys(s.backend for s in grid.specs))
-    assert backends == ["jax", "openvino", "onnxruntime", "iree"]
+    assert backends == ["jax", "openvino", "onnxruntime", "litert", "iree"]
     runtime_specs = [s for s in grid.specs if s.backend != "jax"]
     assert {s.precision for s in runtime_specs} == {"fp32"}
-    assert _pairs(runtime_specs).keys() == {"openvino/compiled", "onnxruntime/basic",
-                                            "onnxruntime/compiled", "iree/compiled"}
+    assert _pairs(runtime_specs).keys() == RUNTIME_PAIRS
     assert grid.skipped == {"openvino has no bf16 precision": 1,
                             "onnxruntime has no bf16 precision": 2,
+                            "litert has no bf16 precision": 2,
                             "iree has no bf16 precision": 1}

@@ -14,7 +14,7 @@ from xlabench.core import Spec
 
 
 @pytest.mark.parametrize(("backend", "mode"), [("openvino", "compiled"),
-                                               ("onnxruntime", "basic")])
+                                               ("onnxruntime", "basic"), ("litert", "basic")])
 def test_runtime_specs_compare_with_keras_eager(backend: str, mode: str) -> None:
     spec = Spec("resnet50_v1", backend, mode, 32)
     assert spec.baseline_mode == "keras_eager" != spec.mode
@@ -78,7 +78,7 @@ def test_iree_is_a_runtime_exported_by_keras_on_jax() -> None:
     assert env["JAX_COMPILATION_CACHE_DIR"] is None and env["IREE_PY_RUNTIME_FLAGS"] is None
     assert BACKEND_PRECISIONS["iree"] == ("fp32",) and "iree" in BACKEND_ORDER
     assert runtimes_for("jax") == ("iree",)
-    assert runtimes_for("tensorflow") == ("openvino", "onnxruntime")
+    assert runtimes_for("tensorflow") == ("openvino", "onnxruntime", "litert")
     assert iree_backend.runtime_flags(3) == ("--task_topology_group_count=3",)
 
 
@@ -144,3 +144,44 @@ def test_iree_compiles_and_runs_stablehlo_and_refusals_are_one_line() -> None:
         runtime.timed(stages, "compile", iree_backend.compile_stablehlo,
                       _ADD.replace("stablehlo.add", "stablehlo.no_such_op"))
     assert "\n" not in str(err.value) and set(stages) == {"compile"}
+
+
+def _tiny_tflite(path) -> str:
+    """A convolution and a dense layer (both XNNPACK ops) as a .tflite file, no Keras model."""
+    tf = pytest.importorskip("tensorflow")
+    rng = np.random.default_rng(0)
+    kernel = tf.constant(rng.standard_normal((3, 3, 3, 8)), tf.float32)
+    weights = tf.constant(rng.standard_normal((8, 4)), tf.float32)
+
+    @tf.function(input_signature=[tf.TensorSpec((1, 8, 8, 3), tf.float32)])
+    def forward(x):
+        y = tf.nn.relu(tf.nn.conv2d(x, kernel, 1, "SAME"))
+        return tf.matmul(tf.reduce_mean(y, axis=(1, 2)), weights)
+
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([forward.get_concrete_function()],
+                                                                forward)
+    (path / "tiny.tflite").write_bytes(converter.convert())
+    return str(path / "tiny.tflite")
+
+
+def test_litert_delegation_is_visible_in_the_interpreter_and_guarded(tmp_path) -> None:
+    """The observable the worker test relies on: the default resolver gives XNNPACK the graph
+    (DELEGATE nodes), BUILTIN_WITHOUT_DEFAULT_DELEGATES does not; the guard refuses a mode
+    that ran as the other."""
+    pytest.importorskip("ai_edge_litert")
+    from xlabench.backends import litert
+
+    path = _tiny_tflite(tmp_path)
+    seen = {}
+    for mode in ("basic", "compiled"):
+        info: dict = {}
+        interpreter, index, outputs = litert.compile_file(path, mode, 1, info, {})
+        interpreter.set_tensor(index, np.ones((1, 8, 8, 3), np.float32))
+        interpreter.invoke()
+        seen[mode] = (info["litert_delegate_nodes"], interpreter.get_tensor(outputs[0]))
+    assert seen["basic"][0] == 0 and seen["compiled"][0] >= 1
+    np.testing.assert_allclose(seen["basic"][1], seen["compiled"][1], rtol=1e-4, atol=1e-4)
+    with pytest.raises(runtime.ConversionError, match="basic ran 1 delegate node"):
+        litert.check_delegation("basic", 1)
+    with pytest.raises(runtime.ConversionError, match="XNNPACK took no part"):
+        litert.check_delegation("compiled", 0)

@@ -19,6 +19,7 @@ _MODULES = {
     "torch": "xlabench.backends.torch",
     "openvino": "xlabench.backends.openvino",
     "onnxruntime": "xlabench.backends.onnxruntime",
+    "litert": "xlabench.backends.litert",
     "iree": "xlabench.backends.iree",
 }
 

@@ -2,9 +2,9 @@
 
 The zoo tests and `bench/runtime_coverage.py` use this to cover the whole registry cheaply: the
 model is traced once and that one graph serves every runtime of its exporting backend (the
-worker, which measures, does the same stages per runtime in its own process). OpenVINO and ONNX
-Runtime take the Keras-on-TensorFlow graph, IREE the Keras-on-JAX jax.export: a process covers
-the runtimes whose exporting backend is its KERAS_BACKEND (`runtimes_for`).
+worker, which measures, does the same stages per runtime in its own process). OpenVINO, ONNX
+Runtime and LiteRT take the Keras-on-TensorFlow graph, IREE the Keras-on-JAX jax.export: a
+process covers the runtimes whose exporting backend is its KERAS_BACKEND (`runtimes_for`).
 """
 
 from __future__ import annotations
@@ -20,14 +20,15 @@ from typing import Any
 import numpy as np
 
 from xlabench.backends import iree as iree_backend
+from xlabench.backends import litert as litert_backend
 from xlabench.backends import onnxruntime as ort_backend
 from xlabench.backends import openvino as ov_backend
 from xlabench.backends import runtime
 
-RUNTIMES = ("openvino", "onnxruntime", "iree")
+RUNTIMES = ("openvino", "onnxruntime", "litert", "iree")
 #: The Keras backend whose model each runtime takes.
 EXPORT_BACKENDS = {"openvino": runtime.EXPORT_BACKEND, "onnxruntime": runtime.EXPORT_BACKEND,
-                   "iree": iree_backend.EXPORT_BACKEND}
+                   "litert": runtime.EXPORT_BACKEND, "iree": iree_backend.EXPORT_BACKEND}
 
 
 def runtimes_for(keras_backend: str) -> tuple[str, ...]:
@@ -71,6 +72,7 @@ def try_runtimes(model: Any, x: Any, threads: int = 1,
     runs = {
         "openvino": lambda: _run_openvino(tf_graph()[1], host_x, threads),
         "onnxruntime": lambda: _run_onnxruntime(tf_graph()[0], x, host_x, threads),
+        "litert": lambda: _run_litert(tf_graph()[1], model, host_x, threads),
         "iree": lambda: _run_iree(model, x, threads),
     }
     with _scratch():
@@ -105,6 +107,18 @@ def _run_onnxruntime(function: Any, x: Any, host_x: Any, threads: int) -> list[A
     path = runtime.timed(stages, "convert", ort_backend.convert, function, x)
     session, name = ort_backend.compile_file(path, "compiled", threads, {}, stages)
     return session.run(None, {name: host_x})
+
+
+def _run_litert(concrete: Any, model: Any, host_x: Any, threads: int) -> list[Any]:
+    """The compiled (XNNPACK) mode: the one a deployment would run."""
+    stages: dict[str, float] = {}
+    info: dict[str, Any] = {}
+    path = runtime.timed(stages, "convert", litert_backend.convert, concrete, model, info)
+    interpreter, index, outputs = litert_backend.compile_file(path, "compiled", threads, info,
+                                                              stages)
+    interpreter.set_tensor(index, host_x)
+    interpreter.invoke()
+    return [interpreter.get_tensor(i) for i in outputs]
 
 
 def _run_iree(model: Any, x: Any, threads: int) -> list[Any]:

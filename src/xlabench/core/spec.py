@@ -18,9 +18,10 @@ BACKEND_MODES: dict[str, tuple[str, ...]] = {
     # Deployment runtimes: the Keras model exported (by Keras-on-TensorFlow; for IREE by
     # Keras-on-JAX) and run by the runtime. OpenVINO and IREE have no mode of their own without
     # their compilers; ONNX Runtime's `basic` runs the graph with every graph optimisation
-    # disabled.
+    # disabled, LiteRT's runs its builtin kernels with the default XNNPACK delegate disabled.
     "openvino": ("compiled",),
     "onnxruntime": ("basic", "compiled"),
+    "litert": ("basic", "compiled"),
     "iree": ("compiled",),
 }
 #: Modes that run a whole-graph compiler (the study's "xla=True" column).
@@ -29,7 +30,7 @@ COMPILED_MODES: frozenset[str] = frozenset({"xla", "compiled"})
 #: weights and input (a mode of the reference only, never measured on its own).
 REFERENCE_MODE = "keras_eager"
 #: Backends whose parity reference is not their own first mode.
-RUNTIME_BACKENDS: frozenset[str] = frozenset({"openvino", "onnxruntime", "iree"})
+RUNTIME_BACKENDS: frozenset[str] = frozenset({"openvino", "onnxruntime", "litert", "iree"})
 #: fp32: float32 everywhere; bf16: bfloat16 weights and compute;
 #: mixed: float32 weights, bfloat16 compute.
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "mixed")
@@ -43,6 +44,8 @@ BACKEND_PACKAGES: dict[str, tuple[str, str]] = {
                  "tensorflow)"),
     "onnxruntime": ("onnxruntime", "pip install 'xlabench[onnxruntime]'  (or: pip install "
                     "onnxruntime onnx tf2onnx tensorflow)"),
+    "litert": ("ai_edge_litert", "pip install 'xlabench[litert]'  (or: pip install ai-edge-litert "
+               "tensorflow)"),
     "iree": ("iree.runtime", "pip install 'xlabench[iree]'  (or: pip install iree-base-compiler "
              "iree-base-runtime jax)"),
 }

@@ -18,8 +18,8 @@ from functools import lru_cache
 from typing import Any
 
 PACKAGES = ("keras", "keras-hub", "tensorflow", "jax", "jaxlib", "torch", "numpy", "openvino",
-            "onnxruntime", "onnx", "tf2onnx", "iree-base-compiler", "iree-base-runtime",
-            "xlabench")
+            "onnxruntime", "onnx", "tf2onnx", "ai-edge-litert", "iree-base-compiler",
+            "iree-base-runtime", "xlabench")
 #: Environment variables that change what gets measured.
 RESULT_FLAGS = (
     "TF_XLA_FLAGS",

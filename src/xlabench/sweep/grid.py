@@ -32,14 +32,15 @@ CLASSIFIER_KINDS = tuple(k for k in KINDS if k != "detector")
 #: three are allowed everywhere; a combination that fails on some device is stored as a failure.
 #: The runtimes take what their exporters take: Keras' ONNX export needs the float32 policy,
 #: and OpenVINO's TensorFlow frontend refuses bfloat16 graphs ("Const of unknown type");
-#: IREE runs fp32 only until a bf16 artifact is checked.
+#: LiteRT and IREE run fp32 only until a bf16 artifact is checked.
 BACKEND_PRECISIONS: dict[str, tuple[str, ...]] = {
     **{b: PRECISIONS for b in BACKEND_MODES}, "openvino": ("fp32",), "onnxruntime": ("fp32",),
-    "iree": ("fp32",)}
+    "litert": ("fp32",), "iree": ("fp32",)}
 #: Backend order inside each model group: JAX first, because a JAX worker counts the model's
 #: MACs/FLOPs in-process; the other backends then reuse the cached costs instead of paying for
 #: a separate cost-counting worker.
-BACKEND_ORDER = ("jax", "tensorflow", "torch", "openvino", "onnxruntime", "iree")
+BACKEND_ORDER = ("jax", "tensorflow", "torch", "openvino", "onnxruntime", "litert",
+                 "iree")
 
 #: Short measurement for `--preset demo` (and fine for smoke runs): precision is secondary.
 DEMO_MEASURE = MeasureSettings(
@@ -130,9 +131,9 @@ class Grid:
 # ------------------------------------------------------------------------------------ presets
 #: The study's Keras backends (the deployment runtimes are added by presets that ask for them).
 FRAMEWORKS = ("tensorflow", "jax", "torch")
-#: The deployment runtimes (fp32 only): the Keras-on-TensorFlow export run by OpenVINO and ONNX
-#: Runtime, the Keras-on-JAX StableHLO export compiled by IREE.
-RUNTIMES = ("openvino", "onnxruntime", "iree")
+#: The deployment runtimes (fp32 only): the Keras-on-TensorFlow export run by OpenVINO, ONNX
+#: Runtime and LiteRT, the Keras-on-JAX StableHLO export compiled by IREE.
+RUNTIMES = ("openvino", "onnxruntime", "litert", "iree")
 _STUDY_COMMON: dict[str, Any] = {
     "batch_sizes": (4,), "precisions": ("fp32",), "repeats": 1,
     "backends": (*FRAMEWORKS, *RUNTIMES), "modes": (),
@@ -173,7 +174,8 @@ _COMPARE_COMMON: dict[str, Any] = {
 PRESETS: dict[str, dict[str, Any]] = {
     # The study's grid: each classifier at its own input size, detectors at 320 and 640; every
     # backend/mode pair (TF eager, graph, XLA; JAX eager, XLA; torch eager, compiled), and the
-    # deployment runtimes (OpenVINO compiled; ONNX Runtime basic, compiled) beside them.
+    # deployment runtimes (OpenVINO compiled; ONNX Runtime and LiteRT basic, compiled; IREE
+    # compiled) beside them.
     "study": {
         "parts": (
             {**_STUDY_COMMON, "kinds": CLASSIFIER_KINDS, "resolutions": (DEFAULT_RESOLUTION,)},
@@ -223,8 +225,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # The deployment runtimes against the TensorFlow graph they are exported from: every model
     # at its own resolution, batch 1 (latency-bound serving) and 4, fp32 (all they take), on
-    # OpenVINO, ONNX Runtime basic/compiled, IREE and TF eager/graph/XLA for reference. Models a
-    # converter refuses are stored as `unsupported` with the reason: that is coverage data.
+    # OpenVINO, ONNX Runtime and LiteRT basic/compiled, IREE and TF eager/graph/XLA for
+    # reference. Models a converter refuses are stored as `unsupported` with the reason: that
+    # is coverage data.
     "runtimes": {
         "parts": ({
             "resolutions": (DEFAULT_RESOLUTION,), "batch_sizes": (1, 4),
