@@ -60,10 +60,7 @@ def environment(spec: Spec, environ: dict[str, str], scratch: str) -> dict[str, 
 def setup(spec: Spec) -> dict[str, Any]:
     import keras
 
-    if spec.precision != "fp32":
-        raise runtime.ConversionError(
-            f"iree runs fp32 only here (the bf16 artifact is not checked yet), not "
-            f"{spec.precision!r}")
+    runtime.require_fp32(spec, "iree", "the bf16 artifact is not checked yet")
     exporter = jax_backend.setup(spec)
     versions = {p: _version(p) for p in PACKAGES}
     return {
@@ -95,16 +92,9 @@ def runtime_flags(threads: int) -> tuple[str, ...]:
 def make_runner(model: Any, mode: str, x: Any) -> Runner:
     if runtime.is_reference(mode):
         return Runner(lambda: model(x, training=False))  # Keras eager on JAX
-    runner = Runner(lambda: None)
-    loaded: list[Any] = []
-
-    def step() -> Any:
-        if not loaded:  # first call: export, compile, load; each timed
-            loaded.append(compile_model(model, x, runtime.cpu_count(), runner.info))
-        function, args = loaded[0]
-        return _to_host(function(*args))
-
-    runner.step = step
+    runner = runtime.compiled_on_first_call(  # export, compile, load; each timed
+        lambda info: compile_model(model, x, runtime.cpu_count(), info),
+        lambda loaded: _to_host(loaded[0](*loaded[1])))
     runner.finish = lambda: runner.info.update(iree_worker_threads=worker_threads())
     return runner
 

@@ -48,10 +48,7 @@ def setup(spec: Spec) -> dict[str, Any]:
     import ai_edge_litert
     import tensorflow as tf
 
-    if spec.precision != "fp32":
-        raise runtime.ConversionError(
-            f"litert runs fp32 only (Keras' LiteRT export of a float32 model, no quantisation), "
-            f"not {spec.precision!r}")
+    runtime.require_fp32(spec, "litert", "Keras' LiteRT export of a float32 model, no quantisation")
     return {
         "framework": "litert",
         "framework_version": ai_edge_litert.__version__,
@@ -64,20 +61,16 @@ def setup(spec: Spec) -> dict[str, Any]:
 def make_runner(model: Any, mode: str, x: Any) -> Runner:
     if runtime.is_reference(mode):
         return runtime.reference_runner(model, x)
-    runner = Runner(lambda: None)
     host_x = runtime.host_input(x)
-    loaded: list[Any] = []
 
-    def step() -> Any:
-        if not loaded:  # first call: export, convert, compile; each timed
-            loaded.append(compile_model(model, x, mode, runtime.cpu_count(), runner.info))
-        interpreter, input_index, output_indices = loaded[0]
+    def run(loaded: tuple[Any, int, list[int]]) -> list[Any]:
+        interpreter, input_index, output_indices = loaded
         interpreter.set_tensor(input_index, host_x)
         interpreter.invoke()
         return [interpreter.get_tensor(i) for i in output_indices]
 
-    runner.step = step
-    return runner
+    return runtime.compiled_on_first_call(  # export, convert, compile; each timed
+        lambda info: compile_model(model, x, mode, runtime.cpu_count(), info), run)
 
 
 def compile_model(model: Any, x: Any, mode: str, threads: int, info: dict[str, Any]) -> Any:

@@ -33,10 +33,7 @@ peak_device_memory_mb = runtime.peak_device_memory_mb
 def setup(spec: Spec) -> dict[str, Any]:
     import onnxruntime as ort
 
-    if spec.precision != "fp32":
-        raise runtime.ConversionError(
-            f"onnxruntime runs fp32 only (Keras' ONNX export needs the float32 dtype policy), "
-            f"not {spec.precision!r}")
+    runtime.require_fp32(spec, "onnxruntime", "Keras' ONNX export needs the float32 dtype policy")
     return {
         "framework": "onnxruntime",
         "framework_version": ort.__version__,
@@ -69,18 +66,10 @@ def session_config(mode: str, threads: int) -> dict[str, Any]:
 def make_runner(model: Any, mode: str, x: Any) -> Runner:
     if runtime.is_reference(mode):
         return runtime.reference_runner(model, x)
-    runner = Runner(lambda: None)
     host_x = runtime.host_input(x)
-    sessions: list[Any] = []
-
-    def step() -> Any:
-        if not sessions:  # first call: export, convert, compile; each timed
-            sessions.append(compile_model(model, x, mode, runtime.cpu_count(), runner.info))
-        session, name = sessions[0]
-        return session.run(None, {name: host_x})
-
-    runner.step = step
-    return runner
+    return runtime.compiled_on_first_call(  # export, convert, compile; each timed
+        lambda info: compile_model(model, x, mode, runtime.cpu_count(), info),
+        lambda compiled: compiled[0].run(None, {compiled[1]: host_x}))
 
 
 def compile_model(model: Any, x: Any, mode: str, threads: int, info: dict[str, Any]) -> Any:

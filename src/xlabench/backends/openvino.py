@@ -68,18 +68,10 @@ def make_runner(model: Any, mode: str, x: Any) -> Runner:
     if runtime.is_reference(mode):
         return runtime.reference_runner(model, x)
     precision = _PRECISION[0] if _PRECISION else "fp32"
-    runner = Runner(lambda: None)
     host_x = runtime.host_input(x)
-    compiled: list[Any] = []
-
-    def step() -> Any:
-        if not compiled:  # first call: export, convert, save, read, compile; each timed
-            compiled.append(compile_model(model, x, precision, runtime.cpu_count(), runner.info))
-        request = compiled[0]
-        return list(request.infer({0: host_x}, share_inputs=True).values())
-
-    runner.step = step
-    return runner
+    return runtime.compiled_on_first_call(  # export, convert, save, read, compile; each timed
+        lambda info: compile_model(model, x, precision, runtime.cpu_count(), info),
+        lambda request: list(request.infer({0: host_x}, share_inputs=True).values()))
 
 
 def compile_model(model: Any, x: Any, precision: str, threads: int,

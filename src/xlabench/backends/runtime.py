@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from xlabench.backends import tensorflow as tf_backend
 from xlabench.backends.base import Runner, keras_input
@@ -24,6 +25,7 @@ EXPORT_BACKEND = "tensorflow"
 #: Set by `environment`: where a worker's artifacts (IR, ONNX files) are written.
 ARTIFACTS_ENV = "XLABENCH_ARTIFACTS_DIR"
 INPUT_NAME = "images"
+T = TypeVar("T")
 SYNC = "none needed: the runtime's inference call is synchronous (returns host arrays)"
 
 
@@ -78,6 +80,30 @@ def reference_runner(model: Any, x: Any) -> Runner:
 
 def is_reference(mode: str) -> bool:
     return mode == REFERENCE_MODE
+
+
+def require_fp32(spec: Spec, backend: str, why: str) -> None:
+    """One line for a precision a runtime backend does not take."""
+    if spec.precision != "fp32":
+        raise ConversionError(f"{backend} runs fp32 only ({why}), not {spec.precision!r}")
+
+
+def compiled_on_first_call(
+    compile_artifact: Callable[[dict[str, Any]], T], run: Callable[[T], Any]
+) -> Runner:
+    """The runner of every runtime backend: its first step exports, converts and compiles
+    (`compile_artifact(info)` times each stage into the runner's info), so the worker's
+    first-call timing holds all of it; every step then runs the compiled artifact."""
+    runner = Runner(lambda: None)
+    compiled: list[T] = []
+
+    def step() -> Any:
+        if not compiled:
+            compiled.append(compile_artifact(runner.info))
+        return run(compiled[0])
+
+    runner.step = step
+    return runner
 
 
 def host_input(x: Any) -> Any:
