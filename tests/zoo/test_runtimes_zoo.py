@@ -2,9 +2,8 @@
 
 Collected when KERAS_BACKEND=tensorflow (OpenVINO, ONNX Runtime and LiteRT take the
 Keras-on-TensorFlow graph) and when KERAS_BACKEND=jax (IREE takes the Keras-on-JAX jax.export);
-see conftest.py. Each run covers the runtimes of its backend. One trace per model serves
-OpenVINO and ONNX Runtime (xlabench.backends.coverage); LiteRT has a test of its own (its own
-build and trace of the model), so `-k litert` selects it;
+see conftest.py. Each run covers the runtimes of its backend. One build and one trace per model
+serve every TF runtime (xlabench.backends.coverage);
 the worker does the same stages per runtime in its own process when it measures. A model
 known not to convert is flagged in the registry (`unsupported`): the test then checks the
 refusal is still real on the family's smallest model (a refused conversion costs as much as a
@@ -12,7 +11,7 @@ good one), so the flag goes when a converter learns the model.
 
 Conversion is slow (tf2onnx: ~1 s per million parameters here, minutes for NASNet's graph), so
 `make zoo` converts the smallest variant of each family up to RUNTIME_PARAMS_LIMIT parameters
-(9 models, ~2-3 min on 2 cores; LiteRT's test of the same 9: 62 s on 2 cores); every other
+(9 models, ~2-3 min on 2 cores; LiteRT's conversions of the same 9 add under a minute); every other
 model is marked `runtimes_heavy` and runs with `make zoo-runtimes` (by hand, about an hour on 2
 cores).
 """
@@ -36,10 +35,8 @@ RUNTIME_PARAMS_LIMIT = 20_000_000
 #: Small but slow to convert: tf2onnx spent ~8 min on NASNetMobile's graph on a loaded CPU.
 SLOW_TO_CONVERT = frozenset({"nasnet_mobile"})
 RTOL_FP32 = 2e-3  # measure.parity's fp32 tolerance
-#: The runtimes this process converts for: those taking its Keras backend's model; LiteRT's
-#: test is apart (below).
-RUNTIMES = tuple(r for r in runtimes_for(keras.backend.backend()) if r != "litert")
-LITERT = "litert" in runtimes_for(keras.backend.backend())
+#: The runtimes this process converts for: those taking its Keras backend's model.
+RUNTIMES = runtimes_for(keras.backend.backend())
 
 
 def _marks(entry: ModelEntry) -> list:
@@ -62,20 +59,10 @@ def _fresh_session():
 
 @pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=_marks(e)) for e in REGISTRY])
 def test_every_runtime_converts_and_runs_the_model(entry: ModelEntry) -> None:
-    _convert_and_run(entry, RUNTIMES)
-
-
-@pytest.mark.skipif(not LITERT, reason="LiteRT takes the Keras-on-TensorFlow model")
-@pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=_marks(e)) for e in REGISTRY])
-def test_litert_converts_and_runs_the_model(entry: ModelEntry) -> None:
-    _convert_and_run(entry, ("litert",))
-
-
-def _convert_and_run(entry: ModelEntry, candidates: tuple[str, ...]) -> None:
     resolution = entry.rule.smallest()
     model = build_model(entry, resolution)
     x = keras.random.uniform((1, resolution, resolution, 3), 0.0, 255.0, seed=1)
-    runtimes = tuple(r for r in candidates
+    runtimes = tuple(r for r in RUNTIMES
                      if not entry.unsupported_reason(r) or _first_of_family(entry))
     outcomes = try_runtimes(model, x, runtimes=runtimes)
     for name in runtimes:

@@ -159,8 +159,7 @@ def _combine_processes(runs: pd.DataFrame, drift: combine.RunDrift | None = None
     medians = [float(v) for v in used["throughput_sps"]]
     row["drift_rel_sd"] = None
     if len(used) >= 2:
-        alone = combine.log_t_interval(medians)
-        interval = combine.log_t_interval(medians, drift=drift) if drift else alone
+        alone, interval = combine.run_and_held_intervals(medians, drift)
         row["throughput_sps"] = interval.estimate
         row["throughput_sps_ci_low"], row["throughput_sps_ci_high"] = interval.low, interval.high
         row["run_ci_low"], row["run_ci_high"] = alone.low, alone.high

@@ -127,6 +127,15 @@ def log_t_interval(
                     method, k)
 
 
+def run_and_held_intervals(
+    medians: Sequence[float], drift: RunDrift | None
+) -> tuple[Interval, Interval]:
+    """(this run's processes alone, the same with the between-run variation held) for two or
+    more process medians; the two are the same interval without `drift`."""
+    alone = log_t_interval(medians)
+    return alone, (log_t_interval(medians, drift=drift) if drift is not None else alone)
+
+
 def _satterthwaite_df(a: float, df_a: float, b: float, df_b: float) -> float:
     """Degrees of freedom of the sum of two variance estimates a (df_a) and b (df_b)."""
     if b <= 0.0 or a + b <= 0.0:
@@ -238,10 +247,10 @@ def combine(
         failed = next((r for r in reversed(records) if not r.ok), records[-1])
         return _empty_result(records, result_id, env_id or first.env_id, failed, flag_reason)
     medians = [r.throughput.median_sps for r in used]  # type: ignore[union-attr]
-    run_interval = _interval(used)
     between = len(used) >= 2
     drift = drift if between else None
-    interval = log_t_interval(medians, drift=drift) if drift is not None else run_interval
+    run_interval, interval = (run_and_held_intervals(medians, drift) if between
+                              else (_one_process_interval(used[0]),) * 2)
     rel = run_interval.rel_halfwidth
     return Result(
         result_id=result_id, spec_id=first.spec_id, env_id=env_id or first.env_id, status="ok",
@@ -257,10 +266,8 @@ def combine(
     )
 
 
-def _interval(used: Sequence[Record]) -> Interval:
-    if len(used) >= 2:
-        return log_t_interval([r.throughput.median_sps for r in used])  # type: ignore[union-attr]
-    tp = used[0].throughput
+def _one_process_interval(record: Record) -> Interval:
+    tp = record.throughput
     assert tp is not None
     low = tp.ci_low_sps if tp.ci_low_sps is not None else tp.median_sps
     high = tp.ci_high_sps if tp.ci_high_sps is not None else tp.median_sps
