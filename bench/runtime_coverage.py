@@ -40,28 +40,51 @@ RUNTIMES = runtimes_for(BACKEND)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="*", help="glob over registry names")
+    parser.add_argument("--except", dest="excluded", default="", metavar="MODELS",
+                        help="comma-separated registry names to leave out")
     parser.add_argument("--out", default="runtime_coverage.jsonl")
     parser.add_argument("--skip-heavy", action="store_true")
     parser.add_argument("--min-params", type=float, default=0.0,
                         help="only models with more parameters than this")
     parser.add_argument("--smallest-first", action="store_true",
                         help="by parameter count (conversion time grows with the weights)")
+    parser.add_argument("--runtimes", default=",".join(RUNTIMES),
+                        help=f"comma-separated subset of {', '.join(RUNTIMES)}")
+    parser.add_argument("--skip-done", nargs="*", default=[], metavar="JSONL",
+                        help="leave out models whose every chosen runtime a survey file has")
     args = parser.parse_args()
+    chosen = tuple(args.runtimes.split(","))
+    unknown = sorted(set(chosen) - set(RUNTIMES))
+    if unknown:
+        parser.error(f"unknown runtime(s) for KERAS_BACKEND={BACKEND}: {', '.join(unknown)}")
+    done = _surveyed(args.skip_done, chosen)
     entries = [e for e in REGISTRY if fnmatch.fnmatch(e.name, args.models)
-               and not (args.skip_heavy and e.heavy) and e.params > args.min_params]
+               and not (args.skip_heavy and e.heavy) and e.params > args.min_params
+               and e.name not in done and e.name not in args.excluded.split(",")]
     if args.smallest_first:
         entries.sort(key=lambda e: e.params)
     with open(args.out, "w", encoding="utf-8") as out:
         for entry in entries:
-            row = survey(entry)
+            row = survey(entry, chosen)
             out.write(json.dumps(row) + "\n")
             out.flush()
-            cells = [_cell(row[r]) for r in RUNTIMES]
+            cells = [_cell(row[r]) for r in chosen]
             print(f"| {entry.name} | {row['resolution']} | {' | '.join(cells)} | "
                   f"{row['seconds']:.1f} |", flush=True)
 
 
-def survey(entry) -> dict:
+def _surveyed(paths: list[str], runtimes: tuple[str, ...]) -> set[str]:
+    """Models that the survey files already hold for every one of `runtimes`."""
+    seen: dict[str, set[str]] = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                row = json.loads(line)
+                seen.setdefault(row["model"], set()).update(r for r in RUNTIMES if r in row)
+    return {model for model, found in seen.items() if set(runtimes) <= found}
+
+
+def survey(entry, runtimes: tuple[str, ...] = RUNTIMES) -> dict:
     start = time.perf_counter()
     seed_all(0, BACKEND)
     resolution = entry.rule.smallest()
@@ -73,13 +96,13 @@ def survey(entry) -> dict:
         x = keras.random.uniform((1, resolution, resolution, 3), 0.0, 255.0, seed=1)
         # A runtime the registry flags for this model is not converted again (it costs as much
         # as a good conversion): the row gives the flag's reason; the zoo test checks it holds.
-        flagged = {r: entry.unsupported_reason(r) for r in RUNTIMES if entry.unsupported_reason(r)}
-        outcomes = try_runtimes(model, x, runtimes=tuple(r for r in RUNTIMES if r not in flagged))
+        flagged = {r: entry.unsupported_reason(r) for r in runtimes if entry.unsupported_reason(r)}
+        outcomes = try_runtimes(model, x, runtimes=tuple(r for r in runtimes if r not in flagged))
         row.update({name: dataclasses.asdict(o) for name, o in outcomes.items()})
         row.update({r: {"ok": False, "reason": f"flagged: {why}"} for r, why in flagged.items()})
     except Exception as exc:  # noqa: BLE001 (a model that does not build is reported too)
         row.update({r: {"ok": False, "reason": f"build: {type(exc).__name__}: {exc}"[:300]}
-                    for r in RUNTIMES})
+                    for r in runtimes})
     keras.backend.clear_session()
     gc.collect()
     row["seconds"] = time.perf_counter() - start

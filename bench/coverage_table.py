@@ -1,0 +1,85 @@
+"""Which of the registry's models each runtime runs: the survey files merged into one table.
+
+Reads the JSON lines `bench/runtime_coverage.py` writes (any number of files, from either Keras
+backend; a later file's outcome for a model and runtime replaces an earlier one) and prints,
+per runtime, how many of the registry's models run with parity, fail, are flagged unsupported
+in the registry, or were not surveyed yet; then one row per model.
+
+    .venv/bin/python bench/coverage_table.py tf.jsonl jax.jsonl
+    .venv/bin/python bench/coverage_table.py --counts-only /tmp/cov_*.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+
+from xlabench.backends.coverage import RUNTIMES
+from xlabench.zoo.catalog import REGISTRY
+
+OK, FAILS, FLAGGED, MISSING = "runs", "fails", "unsupported", "not surveyed"
+
+
+def merged(paths: list[str]) -> dict[str, dict[str, dict]]:
+    """model -> runtime -> its latest outcome in the files."""
+    found: dict[str, dict[str, dict]] = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                row = json.loads(line)
+                outcomes = {r: row[r] for r in RUNTIMES if isinstance(row.get(r), dict)}
+                found.setdefault(row["model"], {}).update(outcomes)
+    return found
+
+
+def verdict(outcome: dict | None) -> str:
+    if outcome is None:
+        return MISSING
+    if outcome.get("ok"):
+        return OK
+    return FLAGGED if str(outcome.get("reason", "")).startswith("flagged:") else FAILS
+
+
+def _cell(outcome: dict | None) -> str:
+    kind = verdict(outcome)
+    if kind == OK:
+        return f"runs ({outcome['max_rel_diff']:.0e})"
+    if kind == MISSING:
+        return "-"
+    reason = str(outcome.get("reason", "")).removeprefix("flagged: ")
+    return f"{kind}: {reason[:90]}"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="+", help="survey JSON lines (runtime_coverage.py --out)")
+    parser.add_argument("--counts-only", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        found = merged(args.files)
+    except (OSError, json.JSONDecodeError, KeyError) as exc:
+        print(f"coverage_table: cannot read the survey files: {exc}", file=sys.stderr)
+        return 2
+    unknown = sorted(set(found) - {e.name for e in REGISTRY})
+    if unknown:
+        print(f"coverage_table: not in the registry (left out): {', '.join(unknown)}",
+              file=sys.stderr)
+    kinds = (OK, FAILS, FLAGGED, MISSING)
+    print(f"| runtime | {' | '.join(kinds)} |")
+    print(f"| --- |{' --- |' * len(kinds)}")
+    for runtime in RUNTIMES:
+        counts = Counter(verdict(found.get(e.name, {}).get(runtime)) for e in REGISTRY)
+        print(f"| {runtime} | {' | '.join(str(counts[k]) for k in kinds)} |")
+    if not args.counts_only:
+        print(f"\n| model | params (M) | {' | '.join(RUNTIMES)} |")
+        print(f"| --- | --- |{' --- |' * len(RUNTIMES)}")
+        for entry in sorted(REGISTRY, key=lambda e: e.params):
+            cells = [_cell(found.get(entry.name, {}).get(r)) for r in RUNTIMES]
+            print(f"| {entry.name} | {entry.params / 1e6:.0f} | {' | '.join(cells)} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
