@@ -9,9 +9,16 @@ end over the Python CI's high end to the native high end over the Python low end
 rounds that disagree most). The jax/xla row compares two different XLA versions (the PJRT
 plugin's and jaxlib's): it is not Python overhead alone.
 
-The harness self-check: every native run also times N calls with one sync using the steady
-clock directly (outside the timing library); its per-batch time must be within 3% of the
-method's median batch time.
+The harness self-check: after its latency phase, every native run does `--self-check-rounds`
+(20) rounds, each of one method sample wrapped in the steady clock from outside the timing library
+(plus an extra sync) and one block of as many steps and one sync timed by the steady clock
+alone, the two adjacent in time and their order flipped every round. Printed per run:
+  * independent: the median over rounds of independent / library seconds - 1, with the
+    order-statistic 95% interval of that median (paired, so the machine's drift over the run
+    cancels). The 3% target is judged on this: ok when the interval lies within +-3%, FAIL
+    when the median is outside, "wide" when the rounds cannot resolve 3% either way;
+  * wrapped: median wrapped / median library seconds - 1 (the library's clock and sync as seen
+    from outside; a missing sync shows up here).
 
     .venv/bin/python bench/native_overhead.py                           # 3 models x 4 runtimes
     .venv/bin/python bench/native_overhead.py --models mobilenet_v3_small --resolution 64
@@ -23,15 +30,16 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from xlabench.core import MeasureSettings, Record, Spec
 from xlabench.core.spec import NATIVE_RUNTIMES
+from xlabench.measure.stats import median, median_ci
 from xlabench.runner import Placement, run_isolated
 from xlabench.runner.native import SELF_CHECK_ENV, compiled_runtimes
 
 SELF_CHECK_TOLERANCE = 0.03
-SELF_CHECK_CALLS = 50
+SELF_CHECK_ROUNDS = 20
 
 
 @dataclass(frozen=True)
@@ -47,7 +55,7 @@ def _spec(model: str, backend: str, mode: str, args: argparse.Namespace, runner:
 
 
 def _run(spec: Spec, args: argparse.Namespace) -> Record:
-    placement = Placement(env={SELF_CHECK_ENV: str(args.self_check_calls)})
+    placement = Placement(env={SELF_CHECK_ENV: str(args.self_check_rounds)})
     record = run_isolated(spec, args.timeout, placement=placement)
     state = "ok" if record.ok else f"{record.status.value}: {record.error}"
     sps = record.throughput.median_sps if record.throughput else math.nan
@@ -65,14 +73,36 @@ def ratio(pair: Pair) -> tuple[float, float, float]:
     return n.median_sps / p.median_sps, low, high
 
 
-def self_check(record: Record) -> tuple[float, bool] | None:
-    """(outside per-batch / method per-batch - 1, within tolerance), or None without data."""
+@dataclass(frozen=True)
+class SelfCheck:
+    rounds: int
+    steps: int
+    wrapped: float  # median wrapped / median library - 1
+    independent: float  # median over rounds of independent / library - 1
+    low: float  # the 95% interval of `independent`
+    high: float
+    verdict: str  # ok, FAIL or wide (the interval reaches past the tolerance, the median not)
+
+
+def self_check(record: Record) -> SelfCheck | None:
+    """The native run's self-check rounds compared (see the module docstring), or None."""
     check = record.backend_info.get("native_self_check")
-    if not record.ok or not check or record.throughput is None:
+    if not record.ok or not check or not check["library_s"]:
         return None
-    outside_ms = 1000.0 * check["wall_s"] / check["calls"]
-    deviation = outside_ms / record.throughput.batch_time_ms_median - 1.0
-    return deviation, abs(deviation) <= SELF_CHECK_TOLERANCE
+    library, wrapped = check["library_s"], check["wrapped_s"]
+    # ratio - 1 is monotone in the log-ratio: the same order statistics, the same interval
+    paired = [i / lib - 1.0 for i, lib in zip(check["independent_s"], library, strict=True)]
+    mid = median(paired)
+    low, high, _ = median_ci(paired)
+    inside = max(-low, high) <= SELF_CHECK_TOLERANCE
+    verdict = "FAIL" if abs(mid) > SELF_CHECK_TOLERANCE else "ok" if inside else "wide"
+    return SelfCheck(check["rounds"], check["steps"], median(wrapped) / median(library) - 1.0,
+                     mid, low, high, verdict)
+
+
+def _check_text(c: SelfCheck) -> str:
+    return (f"{100 * c.independent:+.1f}% [{100 * c.low:+.1f}, {100 * c.high:+.1f}] "
+            f"{c.verdict} (wrapped {100 * c.wrapped:+.1f}%, {c.rounds}x{c.steps} steps)")
 
 
 def _summary(name: str, pairs: list[Pair]) -> str:
@@ -83,11 +113,15 @@ def _summary(name: str, pairs: list[Pair]) -> str:
     mid = sorted(r[0] for r in ok)[len(ok) // 2]
     low, high = min(r[1] for r in ok), max(r[2] for r in ok)
     checks = [c for c in (self_check(p.native) for p in pairs) if c]
-    check = ", ".join(f"{100 * d:+.1f}%{'' if good else ' FAIL'}" for d, good in checks)
+    check = "; ".join(_check_text(c) for c in checks)
     same = all(p.native.backend_info.get("same_compiler", True) for p in pairs)
     note = "" if same else "  (different XLA: not Python overhead alone)"
     return (f"{name:44s} native/python {mid:5.3f} [{low:5.3f}, {high:5.3f}]  "
             f"self-check {check or 'n/a'}{note}")
+
+
+def _as_dict(check: SelfCheck | None) -> dict | None:
+    return None if check is None else asdict(check)
 
 
 def main(argv: list[str]) -> int:
@@ -98,7 +132,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--budget", type=float, default=10.0)
     parser.add_argument("--timeout", type=float, default=1800.0)
-    parser.add_argument("--self-check-calls", type=int, default=SELF_CHECK_CALLS)
+    parser.add_argument("--self-check-rounds", type=int, default=SELF_CHECK_ROUNDS)
     parser.add_argument("--runtimes", default=",".join(sorted(set(NATIVE_RUNTIMES.values()))))
     parser.add_argument("--json", default=None, help="also write every pair's numbers here")
     args = parser.parse_args(argv)
@@ -114,7 +148,7 @@ def main(argv: list[str]) -> int:
                 pairs.append(Pair(done["python"], done["native"]))
                 dump.append({"model": model, "backend": backend, "mode": mode,
                              "round": round_index, "ratio": ratio(pairs[-1]),
-                             "self_check": self_check(done["native"]),
+                             "self_check": _as_dict(self_check(done["native"])),
                              "python": done["python"].to_dict(),
                              "native": done["native"].to_dict()})
             lines.append(_summary(f"{model}@{args.resolution} b{args.batch_size} "

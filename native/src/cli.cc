@@ -59,10 +59,11 @@ long integer_or(const json::Value& object, const char* key, long fallback) {
 struct RunSpec {
   timing::Settings settings;
   Options options;
-  long self_check_calls = 0;  // > 0: also time this many calls outside the timing library
+  long self_check_rounds = 0;  // > 0: also check the harness against the steady clock
 };
 
-// The spec file: {"measure": MeasureSettings fields, "latency_budget_s": s, "threads": n}.
+// The spec file: {"measure": MeasureSettings fields, "latency_budget_s": s, "threads": n,
+// "self_check_rounds": r}.
 RunSpec read_spec(const std::string& path) {
   json::Value doc;
   RunSpec spec;
@@ -82,14 +83,14 @@ RunSpec read_spec(const std::string& path) {
     s.latency_steps = integer_or(m, "latency_steps", s.latency_steps);
     s.latency_budget_s = number_or(doc, "latency_budget_s", s.latency_budget_s);
     spec.options.threads = static_cast<int>(integer_or(doc, "threads", 1));
-    spec.self_check_calls = integer_or(doc, "self_check_calls", 0);
+    spec.self_check_rounds = integer_or(doc, "self_check_rounds", 0);
   } catch (const json::ParseError& e) {
     throw UsageError(std::string("bad spec: ") + e.what());
   }
   const std::string problem = timing::validate(spec.settings);
   if (!problem.empty()) throw UsageError("bad spec: " + problem);
   if (spec.options.threads < 1) throw UsageError("bad spec: threads must be >= 1");
-  if (spec.self_check_calls < 0) throw UsageError("bad spec: self_check_calls must be >= 0");
+  if (spec.self_check_rounds < 0) throw UsageError("bad spec: self_check_rounds must be >= 0");
   return spec;
 }
 
@@ -161,13 +162,50 @@ void write_outputs(json::Writer& w, const Artifact& artifact, const std::vector<
   w.end_array();
 }
 
-// The harness checking itself: N back-to-back calls and one sync, timed with the steady clock
-// directly (not the method, not the injected clock), to compare with the method's batch time.
-double outside_wall_s(Runtime& runtime, long calls) {
-  const auto start = std::chrono::steady_clock::now();
-  for (long i = 0; i < calls; ++i) runtime.step();
-  runtime.sync();
+// The harness checking itself against the steady clock, read here and never through the
+// injected clock, in rounds of two blocks of `steps` steps each:
+//   * wrapped: one method sample, timed from outside, with an extra sync before the outside
+//     clock is read, so a library that stopped its clock before the work was done shows up
+//     as wrapped_s > library_s;
+//   * independent: the same steps and one sync in a loop of its own, no library at all.
+// One block of each per round, adjacent in time, so the Python side compares pairs and the
+// machine's drift over the run (samples here spread 10-40%) cancels.
+struct SelfCheck {
+  long steps = 0;
+  std::vector<double> library_s;
+  std::vector<double> wrapped_s;
+  std::vector<double> independent_s;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void wrapped_sample(Runtime& runtime, const timing::Method& method, SelfCheck& check) {
+  const auto start = std::chrono::steady_clock::now();
+  check.library_s.push_back(method.time_sample(check.steps));
+  runtime.sync();  // a no-op after a correct sample; the wait a forgotten one left undone
+  check.wrapped_s.push_back(seconds_since(start));
+}
+
+void independent_block(Runtime& runtime, SelfCheck& check) {
+  const auto start = std::chrono::steady_clock::now();
+  for (long i = 0; i < check.steps; ++i) runtime.step();
+  runtime.sync();
+  check.independent_s.push_back(seconds_since(start));
+}
+
+// The order flips every round: drift within a pair, and whatever the first of two blocks
+// pays (a cold cache, a clock ramping up), falls on each side alike.
+SelfCheck self_check(Runtime& runtime, const timing::Method& method, long rounds, long steps) {
+  SelfCheck check;
+  check.steps = steps;
+  for (long round = 0; round < rounds; ++round) {
+    if (round % 2 == 0) wrapped_sample(runtime, method, check);
+    independent_block(runtime, check);
+    if (round % 2 == 1) wrapped_sample(runtime, method, check);
+  }
+  return check;
 }
 
 std::unique_ptr<Runtime> create_runtime(const Registry& registry, const std::string& name) {
@@ -189,7 +227,7 @@ struct Measured {
   double calibration_step_s = 0;
   timing::SampleResult samples;
   std::vector<double> latency_s;
-  double self_check_s = 0;
+  SelfCheck self_check;
 };
 
 // The worker's sequence (runner/worker.py _time_runner), after untimed load and prepare.
@@ -212,8 +250,15 @@ Measured measure(Runtime& runtime, const Artifact& artifact, const RunSpec& spec
   const long per_sample = method.calibrate(spec.settings, m.calibration_step_s);
   m.samples = method.collect_samples(spec.settings, per_sample);
   m.latency_s = method.time_latency(spec.settings.latency_steps, spec.settings.latency_budget_s);
-  if (spec.self_check_calls > 0) m.self_check_s = outside_wall_s(runtime, spec.self_check_calls);
+  // Blocks as long as the samples: the same pipelining, the same per-block fixed costs.
+  m.self_check = self_check(runtime, method, spec.self_check_rounds, per_sample);
   return m;
+}
+
+void write_self_check(json::Writer& w, long rounds, const SelfCheck& check) {
+  w.key("self_check").begin_object().key("rounds").value(rounds).key("steps").value(check.steps);
+  w.key("library_s").numbers(check.library_s).key("wrapped_s").numbers(check.wrapped_s);
+  w.key("independent_s").numbers(check.independent_s).end_object();
 }
 
 std::string result_json(const std::string& name, const Runtime& runtime, const Artifact& artifact,
@@ -237,10 +282,7 @@ std::string result_json(const std::string& name, const Runtime& runtime, const A
   w.key("sample_s").numbers(m.samples.sample_s).key("target_met").value(m.samples.target_met);
   w.end_object();
   w.key("latency").begin_object().key("step_s").numbers(m.latency_s).end_object();
-  if (spec.self_check_calls > 0) {
-    w.key("self_check").begin_object().key("calls").value(spec.self_check_calls);
-    w.key("wall_s").value(m.self_check_s).end_object();
-  }
+  if (spec.self_check_rounds > 0) write_self_check(w, spec.self_check_rounds, m.self_check);
   write_outputs(w, artifact, m.outputs);
   w.end_object();
   return w.str();

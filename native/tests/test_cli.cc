@@ -115,6 +115,27 @@ void check_artifact_errors(const std::string& dir) {
   CHECK(short_input.code == 1 && one_line_containing(short_input, "float32"));
 }
 
+// R rounds of each block, each as long as a sample. The library's times are on the fake clock
+// (10 ms a step); the outside ones on the real steady clock, so only their count is known.
+void check_self_check(const std::string& dir) {
+  write(dir + "/check_spec.json",
+        R"({"measure": {"budget_s": 1, "warmup_min_s": 0.05}, "self_check_rounds": 3})");
+  const Result checked = call({"run", dir, "--spec", dir + "/check_spec.json"});
+  CHECK(checked.code == 0);
+  if (checked.code != 0) std::cerr << checked.err;
+  const json::Value doc = json::parse(checked.out);
+  const json::Value& check = doc.at("self_check");
+  const long steps = doc.at("throughput").at("steps_per_sample").as_integer();
+  CHECK(check.at("rounds").as_integer() == 3 && check.at("steps").as_integer() == steps);
+  for (const char* key : {"library_s", "wrapped_s", "independent_s"})
+    CHECK(check.at(key).as_array().size() == 3);
+  for (const auto& seconds : check.at("library_s").as_array())
+    CHECK(test::close(seconds.as_number(), 0.01 * static_cast<double>(steps), 1e-9));
+  for (const auto& seconds : check.at("independent_s").as_array()) CHECK(seconds.as_number() >= 0);
+  write(dir + "/bad_check.json", R"({"self_check_rounds": -1})");
+  CHECK(call({"run", dir, "--spec", dir + "/bad_check.json"}).code == 2);
+}
+
 void check_run(const std::string& dir) {
   const Result r = call({"run", dir, "--spec", dir + "/spec.json"});
   CHECK(r.code == 0);
@@ -136,11 +157,7 @@ void check_run(const std::string& dir) {
   float values[4] = {};
   in.read(reinterpret_cast<char*>(values), sizeof values);
   CHECK(in.gcount() == sizeof values && values[0] == 2.0f && values[2] == 7.0f);
-  write(dir + "/check_spec.json", R"({"measure": {"budget_s": 1, "warmup_min_s": 0.05}, "self_check_calls": 7})");
-  const Result checked = call({"run", dir, "--spec", dir + "/check_spec.json"});
-  CHECK(checked.code == 0);
-  if (checked.code != 0) std::cerr << checked.err;
-  CHECK(json::parse(checked.out).at("self_check").at("calls").as_integer() == 7);
+  check_self_check(dir);
   CHECK(!json::parse(r.out).has("self_check"));
   write(dir + "/artifact.json", R"({"runtime": "fake", "fail_load": 1, )"
                                 R"("inputs": [{"file": "input.bin", "shape": [2, 2]}]})");

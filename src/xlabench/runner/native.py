@@ -36,8 +36,8 @@ SCHEMA_VERSION = 1
 #: Fault injection for the tests: damage the exported artifact before xlabench-native reads it.
 #: Values: missing (no model files), corrupt (garbage model file), unknown-runtime.
 FAULT_ENV = "XLABENCH_NATIVE_FAULT"
-#: The harness self-check (bench/native_overhead.py): also time this many calls from outside
-#: the C++ timing library; the record keeps both so they can be compared.
+#: The harness self-check (bench/native_overhead.py): this many rounds of one library sample
+#: and one block timed from outside the C++ timing library; the record keeps both.
 SELF_CHECK_ENV = "XLABENCH_NATIVE_SELF_CHECK"
 #: Loading and compiling before the method starts, on top of the method's own budgets.
 LOAD_ALLOWANCE_S = 600.0
@@ -211,7 +211,7 @@ def write_artifact(artifact: Path, runtime: str, x: np.ndarray, exported: dict[s
 def write_run_spec(artifact: Path, spec: Spec, count: int) -> Path:
     path = artifact / "spec.json"
     doc = {**spec.to_dict(), "latency_budget_s": latency_budget_s(spec), "threads": count,
-           "self_check_calls": int(os.environ.get(SELF_CHECK_ENV, "0") or 0)}
+           "self_check_rounds": int(os.environ.get(SELF_CHECK_ENV, "0") or 0)}
     path.write_text(json.dumps(doc), encoding="utf-8")
     return path
 
