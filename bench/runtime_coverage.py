@@ -4,7 +4,10 @@ Every model is built on the exporting Keras backend at its smallest resolution (
 random weights), traced once, converted for that backend's runtimes (Keras-on-TensorFlow:
 OpenVINO, ONNX Runtime and LiteRT; Keras-on-JAX: IREE), run once on each and compared with the Keras
 eager output (xlabench.backends.coverage). Prints a markdown table and writes one JSON line per
-model to --out.
+model to --out. Each model is surveyed in a child process of its own: the converters keep
+memory (one process over the > 20M models grew to 24 GB and was killed by the OOM killer on
+mixer_b32), and a model that crashes, runs out of memory or hangs becomes a failed row with
+the reason instead of ending the survey.
 
     KERAS_BACKEND=tensorflow .venv/bin/python bench/runtime_coverage.py --out coverage.jsonl
     KERAS_BACKEND=tensorflow .venv/bin/python bench/runtime_coverage.py --models resnet50_v1
@@ -19,6 +22,9 @@ import fnmatch
 import gc
 import json
 import os
+import signal
+import subprocess
+import sys
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -52,11 +58,16 @@ def main() -> None:
                         help=f"comma-separated subset of {', '.join(RUNTIMES)}")
     parser.add_argument("--skip-done", nargs="*", default=[], metavar="JSONL",
                         help="leave out models whose every chosen runtime a survey file has")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per model")
+    parser.add_argument("--child", help=argparse.SUPPRESS)  # survey this one model, print
     args = parser.parse_args()
     chosen = tuple(args.runtimes.split(","))
     unknown = sorted(set(chosen) - set(RUNTIMES))
     if unknown:
         parser.error(f"unknown runtime(s) for KERAS_BACKEND={BACKEND}: {', '.join(unknown)}")
+    if args.child:
+        print(json.dumps(survey(REGISTRY.get(args.child), chosen)), flush=True)
+        return
     done = _surveyed(args.skip_done, chosen)
     entries = [e for e in REGISTRY if fnmatch.fnmatch(e.name, args.models)
                and not (args.skip_heavy and e.heavy) and e.params > args.min_params
@@ -65,12 +76,35 @@ def main() -> None:
         entries.sort(key=lambda e: e.params)
     with open(args.out, "w", encoding="utf-8") as out:
         for entry in entries:
-            row = survey(entry, chosen)
+            row = _survey_in_child(entry, chosen, args.timeout)
             out.write(json.dumps(row) + "\n")
             out.flush()
             cells = [_cell(row[r]) for r in chosen]
             print(f"| {entry.name} | {row['resolution']} | {' | '.join(cells)} | "
                   f"{row['seconds']:.1f} |", flush=True)
+
+
+def _survey_in_child(entry, runtimes: tuple[str, ...], timeout_s: float) -> dict:
+    """`survey` in a fresh process; a child that dies or hangs gives a failed row."""
+    command = [sys.executable, os.path.abspath(__file__), "--child", entry.name,
+               "--runtimes", ",".join(runtimes)]
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        reason = f"survey: no answer within {timeout_s:.0f} s"
+    else:
+        lines = done.stdout.strip().splitlines()
+        if done.returncode == 0 and lines:
+            return json.loads(lines[-1])
+        reason = (f"survey: killed by {signal.Signals(-done.returncode).name}"
+                  + (" (out of memory?)" if done.returncode == -signal.SIGKILL else "")
+                  if done.returncode < 0 else f"survey: exit {done.returncode}: "
+                  + (done.stderr.strip().splitlines() or [""])[-1][:200])
+    return {"model": entry.name, "family": entry.family, "heavy": entry.heavy,
+            "resolution": entry.rule.smallest(), "seconds": time.perf_counter() - start,
+            **{r: {"ok": False, "reason": reason} for r in runtimes}}
 
 
 def _surveyed(paths: list[str], runtimes: tuple[str, ...]) -> set[str]:
