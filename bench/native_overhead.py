@@ -4,10 +4,13 @@ For each model and compiled backend/mode, in one run, alternating (`--rounds` of
 order flipped every round so slow drift of the machine hits both):
   * runner=python: the usual worker times the program from Python;
   * runner=native: the worker exports the artifact and xlabench-native times it in C++.
-The ratio is native / python throughput per round; its interval goes from the native CI's low
-end over the Python CI's high end to the native high end over the Python low end (the pair of
-rounds that disagree most). The jax/xla row compares two different XLA versions (the PJRT
-plugin's and jaxlib's): it is not Python overhead alone.
+The ratio is native / python throughput, and its interval is the report's: a paired t
+interval of the per-round log ratios (`combine.paired_ratio`, the speedup machinery), so
+it holds the between-process variation (fresh processes here differ by 10-20%, several times
+more than one process's interval) and a drift that hits both sides of a round cancels. With a
+single round it falls back to the two processes' CI ends, which describe one process each and
+are marked so. The jax/xla row compares two different XLA versions (the PJRT plugin's and
+jaxlib's): it is not Python overhead alone.
 
 The harness self-check: after its latency phase, every native run does `--self-check-rounds`
 (20) rounds, each of one method sample wrapped in the steady clock from outside the timing library
@@ -34,6 +37,7 @@ from dataclasses import asdict, dataclass
 
 from xlabench.core import MeasureSettings, Record, Spec
 from xlabench.core.spec import NATIVE_RUNTIMES
+from xlabench.measure.combine import paired_ratio
 from xlabench.measure.stats import median, median_ci
 from xlabench.runner import Placement, run_isolated
 from xlabench.runner.native import SELF_CHECK_ENV, compiled_runtimes
@@ -105,18 +109,29 @@ def _check_text(c: SelfCheck) -> str:
             f"{c.verdict} (wrapped {100 * c.wrapped:+.1f}%, {c.rounds}x{c.steps} steps)")
 
 
+def rounds_ratio(pairs: list[Pair]) -> tuple[float, float, float, str] | None:
+    """native/python over the rounds with both sides measured: the paired t interval of the
+    per-round ratios, or with one round that round's CI ends; None without a good round."""
+    good = {i: p for i, p in enumerate(pairs) if p.python.throughput and p.native.throughput}
+    paired = paired_ratio({i: p.native.throughput.median_sps for i, p in good.items()},
+                          {i: p.python.throughput.median_sps for i, p in good.items()})
+    if paired is not None:
+        return paired.ratio, paired.ratio_low, paired.ratio_high, paired.method
+    if not good:
+        return None
+    return (*ratio(next(iter(good.values()))), "one round: CI ends of one process each")
+
+
 def _summary(name: str, pairs: list[Pair]) -> str:
-    ratios = [ratio(p) for p in pairs]
-    ok = [r for r in ratios if not math.isnan(r[0])]
-    if not ok:
+    found = rounds_ratio(pairs)
+    if found is None:
         return f"{name:44s} no successful pair"
-    mid = sorted(r[0] for r in ok)[len(ok) // 2]
-    low, high = min(r[1] for r in ok), max(r[2] for r in ok)
+    mid, low, high, method = found
     checks = [c for c in (self_check(p.native) for p in pairs) if c]
     check = "; ".join(_check_text(c) for c in checks)
     same = all(p.native.backend_info.get("same_compiler", True) for p in pairs)
     note = "" if same else "  (different XLA: not Python overhead alone)"
-    return (f"{name:44s} native/python {mid:5.3f} [{low:5.3f}, {high:5.3f}]  "
+    return (f"{name:44s} native/python {mid:5.3f} [{low:5.3f}, {high:5.3f}] ({method})  "
             f"self-check {check or 'n/a'}{note}")
 
 
@@ -129,7 +144,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--models", default="mobilenet_v3_small,resnet50_v1,efficient_b0")
     parser.add_argument("--resolution", type=int, default=224)
     parser.add_argument("--batch-size", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="processes of each side; the ratio's interval has rounds - 1 df")
     parser.add_argument("--budget", type=float, default=10.0)
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument("--self-check-rounds", type=int, default=SELF_CHECK_ROUNDS)
@@ -153,10 +169,11 @@ def main(argv: list[str]) -> int:
                              "native": done["native"].to_dict()})
             lines.append(_summary(f"{model}@{args.resolution} b{args.batch_size} "
                                   f"{backend}/{mode}", pairs))
-    print("\n".join(lines))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(dump, handle)
+            print(lines[-1], flush=True)  # as each finishes: a long run stopped keeps its rows
+            if args.json:
+                with open(args.json, "w", encoding="utf-8") as handle:
+                    json.dump(dump, handle)
+    print("\n" + "\n".join(lines))
     return 0
 
 
