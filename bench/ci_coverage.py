@@ -103,16 +103,19 @@ def every_stored_result(db: Path) -> list[dict]:
              "at_s": datetime.fromisoformat(at).timestamp()} for spec_id, env_id, text, at in rows]
 
 
-def replayed(run: dict, history: list[dict], same_machine: set[str]) -> dict:
+def replayed(run: dict, history: list[dict], same_machine: set[str],
+             software: dict[tuple[str, str], str]) -> dict:
     """`run` with the interval today's method gives it: its processes, plus the between-run
     variation of the re-runs of *other* configurations stored before it on its machine
-    (`same_machine`: those environments), what the sweep had when it stored the run."""
+    (`same_machine`: those environments; grouped by `software`, as the store groups them),
+    what the sweep had when it stored the run."""
     groups: dict[tuple[str, str], list[list[float]]] = {}
     for other in history:
         if (other["at_s"] < run["at_s"] and other["spec_id"] != run["spec_id"]
                 and other["env_id"] in same_machine):
-            groups.setdefault((other["spec_id"], other["env_id"]), []).append(
-                list(other["process_medians_sps"]))
+            key = (other["spec_id"], software.get((other["spec_id"], other["env_id"]),
+                                                  other["env_id"]))
+            groups.setdefault(key, []).append(list(other["process_medians_sps"]))
     drift = run_drift(groups.values())
     interval = log_t_interval(run["process_medians_sps"], drift=drift)
     return {**run, "median_sps": interval.estimate, "ci_low_sps": interval.low,
@@ -213,8 +216,9 @@ def main() -> int:
         by_id = {r["result_id"]: r for r in history}
         with ResultStore(db) as store:
             machines = {r["env_id"]: set(store.machine_env_ids(r["env_id"])) for r in history}
+            software = store.software_ids()
         runs = {config: [{**replayed(by_id[r["result_id"]], history,
-                                     machines[by_id[r["result_id"]]["env_id"]]),
+                                     machines[by_id[r["result_id"]]["env_id"]], software),
                           "wall_s": r["wall_s"]}
                          for r in found if r["result_id"] in by_id]
                 for config, found in runs.items()}

@@ -169,3 +169,35 @@ def test_a_sweep_result_takes_the_drift_from_other_configurations(
     last = rows.iloc[-1]
     assert last["drift_rel_sd"] == pytest.approx(result.drift_rel_sd)
     assert last["throughput_sps_ci_low"] == pytest.approx(result.ci_low_sps)
+
+
+def _stored_in(store: ResultStore, result_id: str, env_id: str, packages: dict[str, str],
+               medians: list[float]) -> None:
+    """One tensorflow/xla result of `medians` in environment `env_id` (same machine)."""
+    env = {"accelerator": "a100", "cpu_model": "test cpu", "packages": packages}
+    records = [_process(sps, index).replace(
+        env=env, env_id=env_id, process=ProcessInfo(result_id=result_id, index=index,
+                                                    round=index))
+        for index, sps in enumerate(medians)]
+    for record in records:
+        store.save(record)
+    policy = ResultPolicy(min_processes=len(medians))
+    store.save_result(combine.combine(records, result_id, policy, env_id=env_id), policy,
+                      complete=True)
+
+
+def test_re_runs_span_environments_that_differ_only_in_other_backends_packages(
+    tmp_path: Path,
+) -> None:
+    base = {"keras": "3.15.1", "numpy": "2.4.6", "tensorflow": "2.21.0", "xlabench": "0.1.0"}
+    with ResultStore(tmp_path / "r.db") as store:
+        _stored_in(store, "r1", "e1", base, [100.0, 101.0, 99.0])
+        # a runtime for another backend installed since: the same software for tensorflow
+        _stored_in(store, "r2", "e2", {**base, "openvino": "2026.4.1"}, [90.0, 91.0, 92.0])
+        # a new TensorFlow: not a re-run of the same thing
+        _stored_in(store, "r3", "e3", {**base, "tensorflow": "2.22.0"}, [70.0, 71.0, 69.0])
+        assert store.rerun_groups("e1") == [[[100.0, 101.0, 99.0], [90.0, 91.0, 92.0]]]
+        software = store.software_ids()
+        assert len(set(software.values())) == 2
+    frame = load_results(tmp_path / "r.db")
+    assert frame["software_id"].nunique() == 2 and frame["env_id"].nunique() == 3

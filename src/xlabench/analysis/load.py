@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from xlabench.core.result import machine_id
+from xlabench.core.result import machine_id, software_id
 from xlabench.store import ResultStore
 from xlabench.store.schema import RESULT_COLUMNS
 
@@ -62,7 +62,7 @@ def results_frame(rows: Iterable[dict[str, Any]], peaks: Peaks | None = None) ->
     measured peaks of each row's environment from `peaks` (`ResultStore.all_peaks()`)."""
     flat_rows = [_flatten(row) for row in rows]
     columns = ["id", *(name for name, _ in _FLAT), "steps_per_sample", "sample_s", "misbuilt",
-               "ci_confidence", "runner", "compile_stages_s", "machine_id"]
+               "ci_confidence", "runner", "compile_stages_s", "machine_id", "software_id"]
     frame = pd.DataFrame(flat_rows, columns=columns)
     frame = _typed(frame)
     return _with_peaks(_derive(frame), peaks or {})
@@ -88,6 +88,7 @@ def _flatten(row: dict[str, Any]) -> dict[str, Any]:
     flat["ci_confidence"] = throughput.get("ci_confidence")
     flat["runner"] = (record.get("spec") or {}).get("runner", "python")
     flat["machine_id"] = machine_id(record.get("env") or {})
+    flat["software_id"] = software_id(record.get("env") or {}, str(row.get("backend", "")))
     stages = (record.get("warmup") or {}).get("compile_stages_s") or {}
     flat["compile_stages_s"] = {str(k): float(v) for k, v in stages.items()}
     return flat

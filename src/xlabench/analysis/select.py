@@ -120,9 +120,10 @@ COMBINED_COLUMNS = (
 
 
 def _drift_key(rows: pd.DataFrame) -> tuple[Any, ...]:
-    """(machine, environment, configuration) of a result's rows."""
+    """(machine, software, configuration) of a result's rows: re-runs of one configuration
+    with the same software (`core.result.software_id`, as `ResultStore.rerun_groups`)."""
     first = rows.iloc[0]
-    return (first.get("machine_id", ""), first.get("env_id", ""),
+    return (first.get("machine_id", ""), first.get("software_id") or first.get("env_id", ""),
             tuple(first.get(k) for k in CONFIG_KEYS))
 
 

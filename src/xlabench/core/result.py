@@ -80,6 +80,37 @@ class ResultPolicy:
 MACHINE_KEYS = ("hostname", "cpu_model", "cpu_count", "machine", "accelerator", "gpus")
 
 
+#: The packages whose version can change a backend's speed (beside Keras, NumPy and
+#: xlabench, which every backend runs). Two environments of one machine that differ only in
+#: other packages (a runtime installed for another backend) hold re-runs of the same software
+#: for that backend's configurations: the between-run variation is estimated across them.
+COMMON_PACKAGES = ("keras", "keras-hub", "numpy", "xlabench")
+BACKEND_PACKAGES: dict[str, tuple[str, ...]] = {
+    "tensorflow": ("tensorflow",),
+    "jax": ("jax", "jaxlib"),
+    "torch": ("torch",),
+    "openvino": ("openvino", "tensorflow"),
+    "onnxruntime": ("onnxruntime", "onnx", "tf2onnx", "tensorflow"),
+    "litert": ("ai-edge-litert", "tensorflow"),
+    "iree": ("iree-base-compiler", "iree-base-runtime", "jax", "jaxlib"),
+}
+
+
+def software_id(env: Mapping[str, Any], backend: str) -> str:
+    """A hash of what in the environment can change `backend`'s speed: its machine, its
+    packages (BACKEND_PACKAGES; every package for a backend not listed), Python and the
+    result-changing flags. Re-runs with the same software id measure the same thing, so
+    their spread is the machine's between-run variation."""
+    packages = env.get("packages") or {}
+    wanted = BACKEND_PACKAGES.get(backend)
+    chosen = (packages if wanted is None else
+              {name: packages.get(name) for name in (*COMMON_PACKAGES, *wanted)})
+    text = json.dumps({"machine": machine_id(env), "packages": chosen,
+                       "python": env.get("python"), "flags": env.get("flags")},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def machine_id(env: Mapping[str, Any]) -> str:
     """A hash of the record environment's machine keys (see MACHINE_KEYS)."""
     gpus = [{k: v for k, v in g.items() if k != "clocks_mhz"} for g in env.get("gpus") or []]

@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.core import Record, UserError, utc_now
-from xlabench.core.result import Result, ResultPolicy, interference_reason, machine_id
+from xlabench.core.result import (
+    Result,
+    ResultPolicy,
+    interference_reason,
+    machine_id,
+    software_id,
+)
 from xlabench.store.schema import (
     APPLICATION,
     COMBINED_COLUMNS,
@@ -230,12 +236,13 @@ class ResultStore:
         return [Result.from_json(r[0]) for r in self._conn.execute(sql, list(filters.values()))]
 
     def rerun_groups(self, env_id: str, exclude_spec_id: str = "") -> list[list[list[float]]]:
-        """Per configuration measured by two or more finished results in one environment of
-        `env_id`'s machine (clean, of two or more processes each; `exclude_spec_id`'s left
+        """Per configuration measured by two or more finished results with the same software
+        on `env_id`'s machine (clean, of two or more processes each; `exclude_spec_id`'s left
         out): each result's process medians. What `measure.combine.run_drift` estimates the
-        between-run variation from; every environment of the machine counts, since a software
-        change does not change how the machine drifts (each group stays within one
-        environment, so it does not mix software versions)."""
+        between-run variation from. A group spans the machine's environments that agree on
+        what can change its backend's speed (`core.result.software_id`): installing a runtime
+        for another backend must not split a configuration's re-runs, or a re-run after it
+        would never count as one; a new version of its own framework does split them."""
         env_ids = self.machine_env_ids(env_id)
         if not env_ids:
             return []
@@ -243,11 +250,21 @@ class ResultStore:
         sql = ("SELECT spec_id, env_id, result_json FROM combined_results WHERE complete = 1 "
                f"AND status = 'ok' AND flagged = 0 AND k >= 2 AND env_id IN ({marks}) "
                "AND spec_id != ? ORDER BY rowid")
+        software = self.software_ids()
         groups: dict[tuple[str, str], list[list[float]]] = {}
         for spec_id, env, text in self._conn.execute(sql, (*env_ids, exclude_spec_id)):
             medians = json.loads(text).get("process_medians_sps") or []
-            groups.setdefault((spec_id, env), []).append([float(m) for m in medians])
+            key = (spec_id, software.get((spec_id, env), env))
+            groups.setdefault(key, []).append([float(m) for m in medians])
         return [runs for runs in groups.values() if len(runs) >= 2]
+
+    def software_ids(self) -> dict[tuple[str, str], str]:
+        """(spec_id, env_id) -> `core.result.software_id` of that environment for that
+        spec's backend, for every pair with records."""
+        sql = ("SELECT spec_id, env_id, backend, json_extract(record_json, '$.env') FROM results "
+               "WHERE id IN (SELECT MIN(id) FROM results GROUP BY spec_id, env_id)")
+        return {(spec, env): software_id(json.loads(text or "{}"), backend)
+                for spec, env, backend, text in self._conn.execute(sql)}
 
     def machine_env_ids(self, env_id: str) -> list[str]:
         """The stored environments of `env_id`'s machine (`core.result.machine_id`), itself
