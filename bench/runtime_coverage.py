@@ -34,6 +34,7 @@ import contextlib
 
 import keras
 
+from coverage_table import merged  # bench/, this script's own folder
 from xlabench.backends import jax as jax_backend
 from xlabench.backends.base import seed_all
 from xlabench.backends.coverage import runtimes_for, try_runtimes
@@ -109,13 +110,7 @@ def _survey_in_child(entry, runtimes: tuple[str, ...], timeout_s: float) -> dict
 
 def _surveyed(paths: list[str], runtimes: tuple[str, ...]) -> set[str]:
     """Models that the survey files already hold for every one of `runtimes`."""
-    seen: dict[str, set[str]] = {}
-    for path in paths:
-        with open(path, encoding="utf-8") as handle:
-            for line in handle:
-                row = json.loads(line)
-                seen.setdefault(row["model"], set()).update(r for r in RUNTIMES if r in row)
-    return {model for model, found in seen.items() if set(runtimes) <= found}
+    return {model for model, found in merged(paths).items() if set(runtimes) <= set(found)}
 
 
 def survey(entry, runtimes: tuple[str, ...] = RUNTIMES) -> dict:
