@@ -53,6 +53,8 @@ def main() -> None:
     parser.add_argument("--skip-heavy", action="store_true")
     parser.add_argument("--min-params", type=float, default=0.0,
                         help="only models with more parameters than this")
+    parser.add_argument("--max-params", type=float, default=float("inf"),
+                        help="only models with at most this many parameters")
     parser.add_argument("--smallest-first", action="store_true",
                         help="by parameter count (conversion time grows with the weights)")
     parser.add_argument("--runtimes", default=",".join(RUNTIMES),
@@ -71,7 +73,8 @@ def main() -> None:
         return
     done = _surveyed(args.skip_done, chosen)
     entries = [e for e in REGISTRY if fnmatch.fnmatch(e.name, args.models)
-               and not (args.skip_heavy and e.heavy) and e.params > args.min_params
+               and not (args.skip_heavy and e.heavy)
+               and args.min_params < e.params <= args.max_params
                and e.name not in done and e.name not in args.excluded.split(",")]
     if args.smallest_first:
         entries.sort(key=lambda e: e.params)
