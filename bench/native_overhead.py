@@ -10,7 +10,9 @@ it holds the between-process variation (fresh processes here differ by 10-20%, s
 more than one process's interval) and a drift that hits both sides of a round cancels. With a
 single round it falls back to the two processes' CI ends, which describe one process each and
 are marked so. The jax/xla row compares two different XLA versions (the PJRT plugin's and
-jaxlib's): it is not Python overhead alone.
+jaxlib's): it is not Python overhead alone. The torch/compiled row compares torch.compile with
+an AOTInductor package, two compile paths of Inductor; bench/aoti_gap.py times that one
+package from Python and from C++.
 
 The harness self-check: after its latency phase, every native run does `--self-check-rounds`
 (20) rounds, each of one method sample wrapped in the steady clock from outside the timing library
@@ -129,8 +131,11 @@ def _summary(name: str, pairs: list[Pair]) -> str:
     mid, low, high, method = found
     checks = [c for c in (self_check(p.native) for p in pairs) if c]
     check = "; ".join(_check_text(c) for c in checks)
+    runtimes = {p.native.backend_info.get("native_runtime") for p in pairs}
     same = all(p.native.backend_info.get("same_compiler", True) for p in pairs)
     note = "" if same else "  (different XLA: not Python overhead alone)"
+    if "aoti" in runtimes:  # bench/aoti_gap.py: the package alone runs as fast from Python
+        note = "  (AOTInductor package vs torch.compile: two compile paths, two processes)"
     return (f"{name:44s} native/python {mid:5.3f} [{low:5.3f}, {high:5.3f}] ({method})  "
             f"self-check {check or 'n/a'}{note}")
 
