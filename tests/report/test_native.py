@@ -41,10 +41,12 @@ def processes(runner: str, throughputs: tuple[float, ...], rounds: tuple[int, ..
     ]
 
 
-def native_and_python(native_rounds: tuple[int, ...] = (0, 1, 2, 3)) -> list[Record]:
+def native_and_python(native_rounds: tuple[int, ...] = (0, 1, 2, 3),
+                      same_compiler: bool | None = True, **fields: object) -> list[Record]:
     native_sps = tuple(p * f for p, f in zip(PYTHON_SPS, NATIVE_FACTORS, strict=True))
-    return (processes("python", PYTHON_SPS, (0, 1, 2, 3))
-            + processes("native", native_sps, native_rounds))
+    native = [r.replace(backend_info={"runner": "native", "same_compiler": same_compiler})
+              for r in processes("native", native_sps, native_rounds, **fields)]
+    return processes("python", PYTHON_SPS, (0, 1, 2, 3), **fields) + native
 
 
 def finding(findings: list[Finding], key: str) -> Finding:
@@ -131,9 +133,27 @@ def test_python_share_section_table_chart_and_summary() -> None:
         assert wanted in headers
     ratio_cell = table.cells()[0][headers.index("native/python [95% CI]")]
     assert ratio_cell.startswith("1.50x [")
-    assert "Median native/python over 1 configurations: 1.50x" in section.summary[0]
+    assert ("Median native/python over 1 configurations that run the same compiler on both "
+            "sides: 1.50x") in section.summary[0]
     assert any("Significantly faster native: resnet50_v1 tensorflow/xla" in s
                for s in section.summary)
+    assert table.cells()[0][headers.index("compiler")] == "same"
+
+
+@pytest.mark.parametrize(("same_compiler", "word"), [(False, "differs"), (None, "not recorded")])
+def test_a_pair_on_different_compilers_stays_out_of_the_python_share_median(
+    same_compiler: bool | None, word: str
+) -> None:
+    records = [*native_and_python(),  # tensorflow/xla b4, same compiler: 1.5x
+               *native_and_python(same_compiler=same_compiler, batch_size=8)]
+    share = python_share(frame(records))
+    assert share["same_compiler"].tolist() == [True, same_compiler]
+    section = finding(build_findings(frame(records), ReportOptions()), "python-share")
+    assert "over 1 configurations that run the same compiler" in section.summary[0]
+    assert section.summary[1].startswith("1 more run different compilers")
+    headers = [c.header for c in section.tables[0].shown_columns()]
+    assert sorted(row[headers.index("compiler")] for row in section.tables[0].cells()) == [
+        word, "same"]
 
 
 def decomposition_records() -> list[Record]:

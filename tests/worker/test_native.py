@@ -59,7 +59,7 @@ def test_tf_c_record_is_stored_with_native_samples(tmp_path: Path, mode: str) ->
     assert info["runner"] == "native" and info["native_program"] == "xlabench-native"
     assert info["native_runtime"] == "tf_c" and isinstance(info["native_pid"], int)
     assert info["native_pid"] != os.getpid()
-    assert info["jit_compile"] is (mode == "xla")
+    assert info["jit_compile"] is (mode == "xla") and info["same_compiler"] is True
     assert info["native_settings"]["budget_s"] == QUICK.budget_s
     assert record.parity is not None and record.parity.passed, record.parity
     assert record.parity.reference_mode == "eager"
@@ -161,6 +161,7 @@ def test_aoti_package_runs_in_libtorch(tmp_path: Path) -> None:
     assert record.ok, record.error
     info = record.backend_info
     assert info["native_runtime"] == "aoti" and info["native_program"] == "xlabench-native"
+    assert info["same_compiler"] is False and "two compile paths" in info["compiler_note"]
     assert info["native_metadata"]["intra_op_threads"] == str(info["threads"])
     assert record.parity is not None and record.parity.passed, record.parity
     assert record.warmup.compile_stages_s["package"] > 0
@@ -199,6 +200,7 @@ def test_openvino_ir_runs_in_the_cpp_runtime(tmp_path: Path) -> None:
     # Only the C++ process writes these: a silent fall back to the Python loop has none.
     assert info["runner"] == "native" and info["native_program"] == "xlabench-native"
     assert info["native_runtime"] == "openvino" and info["native_pid"] != os.getpid()
+    assert info["same_compiler"] is True
     assert "InferRequest::infer" in record.sync
     # The backend's own properties were set, and the compiled model says it runs f32.
     assert info["openvino_config"]["INFERENCE_PRECISION_HINT"] == "f32"

@@ -12,6 +12,8 @@ Derived columns (beside every flat column of `results` and its `id`):
         for the row's environment (`measure.peak`, table `device_peaks`); NaN if none.
     compile_stages_s: the record's named compile stages in seconds (a dict; native records:
         export, package, native_load, native_prepare), {} where none were stored.
+    same_compiler: native records: whether xlabench-native runs the compiler the Python
+        runner of the same configuration runs (True, False), None where not recorded.
 Each row is one worker process; `select.latest_per_config` combines a result's processes.
 """
 
@@ -62,7 +64,8 @@ def results_frame(rows: Iterable[dict[str, Any]], peaks: Peaks | None = None) ->
     measured peaks of each row's environment from `peaks` (`ResultStore.all_peaks()`)."""
     flat_rows = [_flatten(row) for row in rows]
     columns = ["id", *(name for name, _ in _FLAT), "steps_per_sample", "sample_s", "misbuilt",
-               "ci_confidence", "runner", "compile_stages_s", "machine_id", "software_id"]
+               "ci_confidence", "runner", "compile_stages_s", "machine_id", "software_id",
+               "same_compiler"]
     frame = pd.DataFrame(flat_rows, columns=columns)
     frame = _typed(frame)
     return _with_peaks(_derive(frame), peaks or {})
@@ -91,6 +94,7 @@ def _flatten(row: dict[str, Any]) -> dict[str, Any]:
     flat["software_id"] = software_id(record.get("env") or {}, str(row.get("backend", "")))
     stages = (record.get("warmup") or {}).get("compile_stages_s") or {}
     flat["compile_stages_s"] = {str(k): float(v) for k, v in stages.items()}
+    flat["same_compiler"] = (record.get("backend_info") or {}).get("same_compiler")
     return flat
 
 

@@ -42,7 +42,8 @@ def runner_pairs(results: pd.DataFrame) -> pd.DataFrame:
     for runner in RUNNERS:
         side = latest[latest["runner"] == runner][[*RUNNER_KEYS, *_SIDE_COLUMNS]]
         sides.append(side.rename(columns={c: f"{c}_{runner}" for c in _SIDE_COLUMNS}))
-    shared = latest[latest["runner"] == "native"][[*RUNNER_KEYS, "family", "kind"]]
+    shared = latest[latest["runner"] == "native"][[*RUNNER_KEYS, "family", "kind",
+                                                   "same_compiler"]]
     pairs = sides[0].merge(sides[1], on=list(RUNNER_KEYS), how="inner")
     return pairs.merge(shared, on=list(RUNNER_KEYS), how="left")
 
@@ -54,8 +55,10 @@ def python_share(results: pd.DataFrame) -> pd.DataFrame:
     ``*_ci_high_sps``; ``native_over_python`` with ``native_over_python_ci_low``/``_high``;
     ``python_share_pct`` (100 x (1 - python/native): the part of the Python batch time that
     the native runner does not spend, with its interval from the ratio's), ``launch_ms``
-    (python - native batch time, ms); ``ci_method``, ``significant`` (the interval excludes 1)
-    and ``provenance`` (both sides').
+    (python - native batch time, ms); ``ci_method``, ``significant`` (the interval excludes 1),
+    ``same_compiler`` (the native record's word: True where both sides run one compiler the
+    same way, False where they do not — a different XLA, or torch.compile against an
+    AOTInductor package — None where the record does not say) and ``provenance`` (both sides').
     """
     pairs = runner_pairs(results).rename(columns=_RENAMES)
     ratio = pairs["native_sps"] / pairs["python_sps"]

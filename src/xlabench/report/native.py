@@ -28,9 +28,18 @@ SHARE_NOTE = (
     "loop, runner=native the exported artifact timed by xlabench-native in C++. CI method "
     "'paired t': both sides had processes in the same sweep rounds; 'welch t': processes but "
     "no common rounds; 'bootstrap' / 'ci-ends': one process per side (see the speedups' "
-    "note). 'significant': the interval excludes 1.00. jax/xla native runs the PJRT plugin's "
-    "older XLA: its ratio is not Python overhead alone."
+    "note). 'significant': the interval excludes 1.00. 'compiler': 'same' where both sides "
+    "run one compiler the same way (TF C API, OpenVINO), 'differs' where they do not: "
+    "jax/xla native runs the PJRT plugin's older XLA, torch/compiled native an AOTInductor "
+    "package against torch.compile in the worker — their ratio is not Python overhead alone."
 )
+#: How the table words a native record's `same_compiler`.
+COMPILER_WORDS = {True: "same", False: "differs"}
+
+
+def compiler_word(same: object) -> str:
+    """'same', 'differs', or 'not recorded' (records from before the field existed)."""
+    return COMPILER_WORDS.get(same, "not recorded") if isinstance(same, bool) else "not recorded"
 STAGE_NAMES = {"native_load": "native load", "native_prepare": "native prepare"}
 
 
@@ -51,6 +60,8 @@ def python_share_finding(ctx: Context) -> Finding:
     """native / python throughput of every program measured with both runners."""
     title = "Python's share: the compiled program timed from Python and from C++"
     table = python_share(ctx.results)
+    if not table.empty:
+        table = table.assign(compiler=[compiler_word(v) for v in table["same_compiler"]])
     if table.empty:
         return Finding("python-share", title, part="beyond", empty=(
             "No configuration was measured both with runner python and with runner native "
@@ -80,7 +91,8 @@ def python_share_finding(ctx: Context) -> Finding:
                ci=("native_ci_low_sps", "native_ci_high_sps")), SHARE_RATIO,
         Column("launch_ms", "Python launch ms/batch", "ms"),
         Column("python_share_pct", "Python's share of its batch time", "share"),
-        Column("ci_method", "CI method"), Column("significant", "significant"), PROVENANCE,
+        Column("compiler", "compiler"), Column("ci_method", "CI method"),
+        Column("significant", "significant"), PROVENANCE,
     )
     ordered = table.sort_values("native_over_python", ascending=False)
     return Finding("python-share", title, _share_summary(table), [chart],
@@ -90,10 +102,20 @@ def python_share_finding(ctx: Context) -> Finding:
 
 def _share_summary(table: pd.DataFrame) -> list[str]:
     """The median ratio, and which configurations differ significantly from 1.00."""
-    median = table["native_over_python"].median()
-    lines = [f"Median native/python over {len(table)} configurations: {median:.2f}x "
-             f"(Python's median share of its batch time: "
-             f"{table['python_share_pct'].median():.0f}%)."]
+    same = table[table["compiler"] == "same"]
+    if same.empty:
+        lines = [f"No configuration of the {len(table)} runs the same compiler on both sides: "
+                 "the ratios below are compiler differences as much as Python overhead."]
+    else:
+        lines = [f"Median native/python over {len(same)} configurations that run the same "
+                 f"compiler on both sides: {same['native_over_python'].median():.2f}x "
+                 f"(Python's median share of its batch time: "
+                 f"{same['python_share_pct'].median():.0f}%)."]
+    differ = table[table["compiler"] != "same"]
+    if not differ.empty and not same.empty:
+        lines.append(f"{len(differ)} more run different compilers or compile paths on the two "
+                     f"sides (median {differ['native_over_python'].median():.2f}x): not Python "
+                     "overhead alone.")
     significant = table["significant"].fillna(False).astype(bool)
     for word, side in (("faster", table["native_over_python"] > 1),
                        ("slower", table["native_over_python"] < 1)):

@@ -343,7 +343,8 @@ def _export_tf_c(model: Any, x: Any, spec: Spec, artifact: Path, count: int) -> 
         "saved_model": "saved_model", "session_config": "session_config.pb",
         "input": {"tensor": next(iter(signature.inputs.values())).name},
         "outputs": [{"tensor": signature.outputs[k].name} for k in keys],
-        "info": {"artifact": "SavedModel", "artifact_bytes": size, "jit_compile": jit},
+        "info": {"artifact": "SavedModel", "artifact_bytes": size, "jit_compile": jit,
+                 "same_compiler": True},
     }
 
 
@@ -371,7 +372,11 @@ def _export_aoti(model: Any, x: Any, spec: Spec, artifact: Path, count: int) -> 
         "stages_s": {"export": export_s, "package": package_s},
         "info": {"artifact": "AOTInductor package (.pt2)",
                  "artifact_bytes": os.path.getsize(package),
-                 "capture": "torch.export(strict=False), run_decompositions, AOTInductor"},
+                 "capture": "torch.export(strict=False), run_decompositions, AOTInductor",
+                 "same_compiler": False,
+                 "compiler_note": "the Python side runs torch.compile (Inductor, compiled in "
+                                  "the worker), the native side an AOTInductor package: one "
+                                  "compiler, two compile paths"},
     }
 
 
@@ -450,7 +455,7 @@ def _export_openvino(model: Any, x: Any, spec: Spec, artifact: Path,
         "info": {"artifact": "OpenVINO IR (compress_to_fp16=False)",
                  "artifact_bytes": sum(p.stat().st_size for p in (artifact / "ir").iterdir()),
                  "openvino_config": config, "ir_weight_types": weights,
-                 "openvino_version": ov.get_version(), **info},
+                 "openvino_version": ov.get_version(), "same_compiler": True, **info},
     }
 
 
