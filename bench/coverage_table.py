@@ -23,15 +23,31 @@ OK, FAILS, FLAGGED, MISSING = "runs", "fails", "unsupported", "not surveyed"
 
 
 def merged(paths: list[str]) -> dict[str, dict[str, dict]]:
-    """model -> runtime -> its latest outcome in the files."""
+    """model -> runtime -> its latest outcome in the files, with its ``resolution``.
+
+    An outcome at another resolution than the one before it does not hide a failure: a run at
+    64 px after a failure at 32 px keeps that failure as ``failed_at`` (resolution -> reason),
+    so the table says both.
+    """
     found: dict[str, dict[str, dict]] = {}
     for path in paths:
         with open(path, encoding="utf-8") as handle:
             for line in handle:
                 row = json.loads(line)
-                outcomes = {r: row[r] for r in RUNTIMES if isinstance(row.get(r), dict)}
-                found.setdefault(row["model"], {}).update(outcomes)
+                runtimes = found.setdefault(row["model"], {})
+                for runtime in RUNTIMES:
+                    if isinstance(row.get(runtime), dict):
+                        runtimes[runtime] = _outcome(row[runtime], row.get("resolution"),
+                                                     runtimes.get(runtime))
     return found
+
+
+def _outcome(outcome: dict, resolution: int | None, before: dict | None) -> dict:
+    failed_at = dict((before or {}).get("failed_at", {}))
+    if before and not before.get("ok") and before.get("resolution") != resolution:
+        failed_at[before.get("resolution")] = before.get("reason", "")
+    failed_at.pop(resolution, None)  # this resolution's newest outcome is the one that counts
+    return {**outcome, "resolution": resolution, "failed_at": failed_at}
 
 
 def verdict(outcome: dict | None) -> str:
@@ -44,6 +60,10 @@ def verdict(outcome: dict | None) -> str:
 
 def _cell(outcome: dict | None) -> str:
     kind = verdict(outcome)
+    if kind == OK and outcome.get("failed_at"):
+        failures = "; ".join(f"fails at {r} px: {why[:70]}"
+                             for r, why in sorted(outcome["failed_at"].items()))
+        return f"runs at {outcome['resolution']} px ({outcome['max_rel_diff']:.0e}); {failures}"
     if kind == OK:
         return f"runs ({outcome['max_rel_diff']:.0e})"
     if kind == MISSING:

@@ -1,10 +1,11 @@
 """Which registry models does each deployment runtime take? (a survey, not a test)
 
-Every model is built on the exporting Keras backend at its smallest resolution (batch 1, seeded
-random weights), traced once, converted for that backend's runtimes (Keras-on-TensorFlow:
-OpenVINO, ONNX Runtime and LiteRT; Keras-on-JAX: IREE), run once on each and compared with the Keras
-eager output (xlabench.backends.coverage). Prints a markdown table and writes one JSON line per
-model to --out. Each model is surveyed in a child process of its own: the converters keep
+Every model is built on the exporting Keras backend at its smallest resolution, or at
+--resolution where the model allows it (batch 1, seeded random weights), traced once, converted
+for that backend's runtimes (Keras-on-TensorFlow: OpenVINO, ONNX Runtime and LiteRT;
+Keras-on-JAX: IREE), run once on each and compared with the Keras eager output
+(xlabench.backends.coverage). Prints a markdown table and writes one JSON line per model to
+--out. Each model is surveyed in a child process of its own: the converters keep
 memory (one process over the > 20M models grew to 24 GB and was killed by the OOM killer on
 mixer_b32), and a model that crashes, runs out of memory or hangs becomes a failed row with
 the reason instead of ending the survey.
@@ -62,25 +63,32 @@ def main() -> None:
     parser.add_argument("--skip-done", nargs="*", default=[], metavar="JSONL",
                         help="leave out models whose every chosen runtime a survey file has")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per model")
+    parser.add_argument("--resolution", type=int, default=None,
+                        help="survey at this resolution where the model allows it (default: "
+                             "each model's smallest; a model that refuses it is left out)")
     parser.add_argument("--child", help=argparse.SUPPRESS)  # survey this one model, print
     args = parser.parse_args()
+    if args.resolution is not None and args.resolution <= 0:
+        parser.error(f"--resolution must be a positive number of pixels, not {args.resolution}")
+    args.resolution = args.resolution or 0  # 0: each model's smallest
     chosen = tuple(args.runtimes.split(","))
     unknown = sorted(set(chosen) - set(RUNTIMES))
     if unknown:
         parser.error(f"unknown runtime(s) for KERAS_BACKEND={BACKEND}: {', '.join(unknown)}")
     if args.child:
-        print(json.dumps(survey(REGISTRY.get(args.child), chosen)), flush=True)
+        print(json.dumps(survey(REGISTRY.get(args.child), chosen, args.resolution)), flush=True)
         return
     done = _surveyed(args.skip_done, chosen)
     entries = [e for e in REGISTRY if fnmatch.fnmatch(e.name, args.models)
                and not (args.skip_heavy and e.heavy)
                and args.min_params < e.params <= args.max_params
-               and e.name not in done and e.name not in args.excluded.split(",")]
+               and e.name not in done and e.name not in args.excluded.split(",")
+               and not (args.resolution and e.rule.check(args.resolution))]
     if args.smallest_first:
         entries.sort(key=lambda e: e.params)
     with open(args.out, "w", encoding="utf-8") as out:
         for entry in entries:
-            row = _survey_in_child(entry, chosen, args.timeout)
+            row = _survey_in_child(entry, chosen, args.timeout, args.resolution)
             out.write(json.dumps(row) + "\n")
             out.flush()
             cells = [_cell(row[r]) for r in chosen]
@@ -88,10 +96,12 @@ def main() -> None:
                   f"{row['seconds']:.1f} |", flush=True)
 
 
-def _survey_in_child(entry, runtimes: tuple[str, ...], timeout_s: float) -> dict:
+def _survey_in_child(entry, runtimes: tuple[str, ...], timeout_s: float,
+                     resolution: int = 0) -> dict:
     """`survey` in a fresh process; a child that dies or hangs gives a failed row."""
     command = [sys.executable, os.path.abspath(__file__), "--child", entry.name,
                "--runtimes", ",".join(runtimes)]
+    command += ["--resolution", str(resolution)] if resolution else []
     start = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
@@ -107,7 +117,8 @@ def _survey_in_child(entry, runtimes: tuple[str, ...], timeout_s: float) -> dict
                   if done.returncode < 0 else f"survey: exit {done.returncode}: "
                   + (done.stderr.strip().splitlines() or [""])[-1][:200])
     return {"model": entry.name, "family": entry.family, "heavy": entry.heavy,
-            "resolution": entry.rule.smallest(), "seconds": time.perf_counter() - start,
+            "resolution": resolution or entry.rule.smallest(),
+            "seconds": time.perf_counter() - start,
             **{r: {"ok": False, "reason": reason} for r in runtimes}}
 
 
@@ -116,10 +127,10 @@ def _surveyed(paths: list[str], runtimes: tuple[str, ...]) -> set[str]:
     return {model for model, found in merged(paths).items() if set(runtimes) <= set(found)}
 
 
-def survey(entry, runtimes: tuple[str, ...] = RUNTIMES) -> dict:
+def survey(entry, runtimes: tuple[str, ...] = RUNTIMES, resolution: int = 0) -> dict:
     start = time.perf_counter()
     seed_all(0, BACKEND)
-    resolution = entry.rule.smallest()
+    resolution = resolution or entry.rule.smallest()
     row: dict = {"model": entry.name, "family": entry.family, "heavy": entry.heavy,
                  "resolution": resolution}
     try:
