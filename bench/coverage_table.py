@@ -2,8 +2,9 @@
 
 Reads the JSON lines `bench/runtime_coverage.py` writes (any number of files, from either Keras
 backend; a later file's outcome for a model and runtime replaces an earlier one) and prints,
-per runtime, how many of the registry's models run with parity, fail, are flagged unsupported
-in the registry, or were not surveyed yet; then one row per model.
+per runtime, how many of the registry's models run with parity (the worker's fp32 tolerance),
+run without it, fail, are flagged unsupported in the registry, or were not surveyed yet; then
+one row per model.
 
     .venv/bin/python bench/coverage_table.py tf.jsonl jax.jsonl
     .venv/bin/python bench/coverage_table.py --counts-only /tmp/cov_*.jsonl
@@ -13,13 +14,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter
 
 from xlabench.backends.coverage import RUNTIMES
+from xlabench.measure.parity import rtol_for
 from xlabench.zoo.catalog import REGISTRY
 
-OK, FAILS, FLAGGED, MISSING = "runs", "fails", "unsupported", "not surveyed"
+OK, DISAGREES, FAILS, FLAGGED, MISSING = (
+    "runs", "runs, parity fails", "fails", "unsupported", "not surveyed")
+#: The survey runs fp32: a run agrees when the worker's fp32 parity check would pass it.
+RTOL = rtol_for("fp32", False)
 
 
 def merged(paths: list[str]) -> dict[str, dict[str, dict]]:
@@ -54,22 +60,30 @@ def verdict(outcome: dict | None) -> str:
     if outcome is None:
         return MISSING
     if outcome.get("ok"):
-        return OK
+        return OK if (outcome.get("max_rel_diff") or 0.0) <= RTOL else DISAGREES
     return FLAGGED if str(outcome.get("reason", "")).startswith("flagged:") else FAILS
+
+
+def _short(reason: str, chars: int) -> str:
+    """The reason without source locations (`/site-packages/.../nn.py:762:13: `), cut."""
+    return re.sub(r"\S+\.py:\d+:\d+: ", "", reason)[:chars]
 
 
 def _cell(outcome: dict | None) -> str:
     kind = verdict(outcome)
-    if kind == OK and outcome.get("failed_at"):
-        failures = "; ".join(f"fails at {r} px: {why[:70]}"
-                             for r, why in sorted(outcome["failed_at"].items()))
-        return f"runs at {outcome['resolution']} px ({outcome['max_rel_diff']:.0e}); {failures}"
-    if kind == OK:
-        return f"runs ({outcome['max_rel_diff']:.0e})"
     if kind == MISSING:
         return "-"
-    reason = str(outcome.get("reason", "")).removeprefix("flagged: ")
-    return f"{kind}: {reason[:90]}"
+    if kind not in (OK, DISAGREES):
+        reason = str(outcome.get("reason", "")).removeprefix("flagged: ")
+        return f"{kind}: {_short(reason, 90)}"
+    diff = outcome["max_rel_diff"]
+    text = (f"runs ({diff:.0e})" if kind == OK
+            else f"runs, parity fails (max rel diff {diff:.1e} > {RTOL:g})")
+    if outcome.get("failed_at"):  # a success at another resolution than a failure
+        failures = "; ".join(f"fails at {r} px: {_short(why, 110)}"
+                             for r, why in sorted(outcome["failed_at"].items()))
+        text = text.replace("runs", f"runs at {outcome['resolution']} px", 1) + f"; {failures}"
+    return text
 
 
 def main(argv: list[str]) -> int:
@@ -86,7 +100,7 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"coverage_table: not in the registry (left out): {', '.join(unknown)}",
               file=sys.stderr)
-    kinds = (OK, FAILS, FLAGGED, MISSING)
+    kinds = (OK, DISAGREES, FAILS, FLAGGED, MISSING)
     print(f"| runtime | {' | '.join(kinds)} |")
     print(f"| --- |{' --- |' * len(kinds)}")
     for runtime in RUNTIMES:
