@@ -56,6 +56,23 @@ def _outcome(outcome: dict, resolution: int | None, before: dict | None) -> dict
     return {**outcome, "resolution": resolution, "failed_at": failed_at}
 
 
+def with_registry_flags(found: dict[str, dict[str, dict]]) -> dict[str, dict[str, dict]]:
+    """A runtime the registry now flags for a model counts as `unsupported` for it, surveyed
+    or not, as the worker stores it (without trying): a survey failure from before the flag
+    is said first in the reason."""
+    flagged: dict[str, dict[str, dict]] = {m: dict(r) for m, r in found.items()}
+    for entry in REGISTRY:
+        for runtime in RUNTIMES:
+            why = entry.unsupported_reason(runtime)
+            before = flagged.get(entry.name, {}).get(runtime)
+            if why and not (before or {}).get("ok"):
+                surveyed = before and not before["reason"].startswith("flagged:")
+                flagged.setdefault(entry.name, {})[runtime] = {
+                    "ok": False,
+                    "reason": f"flagged: {'(the survey failed too) ' if surveyed else ''}{why}"}
+    return flagged
+
+
 def verdict(outcome: dict | None) -> str:
     if outcome is None:
         return MISSING
@@ -92,7 +109,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--counts-only", action="store_true")
     args = parser.parse_args(argv)
     try:
-        found = merged(args.files)
+        found = with_registry_flags(merged(args.files))
     except (OSError, json.JSONDecodeError, KeyError) as exc:
         print(f"coverage_table: cannot read the survey files: {exc}", file=sys.stderr)
         return 2

@@ -35,6 +35,18 @@ RUNTIME_PARAMS_LIMIT = 20_000_000
 #: Small but slow to convert: tf2onnx spent ~8 min on NASNetMobile's graph on a loaded CPU.
 SLOW_TO_CONVERT = frozenset({"nasnet_mobile"})
 RTOL_FP32 = 2e-3  # measure.parity's fp32 tolerance
+#: iree-compile rejects one of their convolutions at the smallest resolution, 32 px
+#: ("'linalg.generic' op inferred input/output operand #1 has shape's dimension #0 to be 4, but
+#: found 3"); at 64 px all compile (docs/coverage.md). The JAX run converts them at 64.
+IREE_FROM_64 = frozenset({
+    "resnet50_v2", "resnet101_v2", "resnet152_v2", "resnetrs_50", "resnetrs_101", "resnetrs_152",
+    "resnetrs_200", "resnetrs_270", "resnetrs_350", "resnetrs_420", "yolo_v8_m_pascalvoc",
+    "retinanet_resnet50_pascalvoc"})
+#: Seeded random weights make these outputs reach the hundreds and thousands, so any reordering
+#: of float sums shows: every runtime misses Keras eager by 0.7-72%, and so does TF's own XLA
+#: (docs/coverage.md). Strict: the day one agrees, the mark has to go.
+ILL_CONDITIONED = frozenset({"efficient_l_v2", "resnetrs_200", "resnetrs_270", "resnetrs_350",
+                             "resnetrs_420"})
 #: The runtimes this process converts for: those taking its Keras backend's model.
 RUNTIMES = runtimes_for(keras.backend.backend())
 
@@ -42,7 +54,11 @@ RUNTIMES = runtimes_for(keras.backend.backend())
 def _marks(entry: ModelEntry) -> list:
     slow = (entry.heavy or entry.params > RUNTIME_PARAMS_LIMIT or not _first_of_family(entry)
             or entry.name in SLOW_TO_CONVERT)
-    return [pytest.mark.runtimes_heavy] if slow else []
+    marks = [pytest.mark.runtimes_heavy] if slow else []
+    if entry.name in ILL_CONDITIONED:
+        marks.append(pytest.mark.xfail(strict=True, reason="random weights: parity misses on "
+                                                           "every compiler, TF XLA included"))
+    return marks
 
 
 def _first_of_family(entry: ModelEntry) -> bool:
@@ -60,6 +76,8 @@ def _fresh_session():
 @pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=_marks(e)) for e in REGISTRY])
 def test_every_runtime_converts_and_runs_the_model(entry: ModelEntry) -> None:
     resolution = entry.rule.smallest()
+    if "iree" in RUNTIMES and entry.name in IREE_FROM_64:
+        resolution = 64
     model = build_model(entry, resolution)
     x = keras.random.uniform((1, resolution, resolution, 3), 0.0, 255.0, seed=1)
     runtimes = tuple(r for r in RUNTIMES
