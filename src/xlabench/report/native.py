@@ -33,13 +33,15 @@ SHARE_NOTE = (
     "jax/xla native runs the PJRT plugin's older XLA, torch/compiled native an AOTInductor "
     "package against torch.compile in the worker — their ratio is not Python overhead alone."
 )
-#: How the table words a native record's `same_compiler`.
-COMPILER_WORDS = {True: "same", False: "differs"}
 
 
 def compiler_word(same: object) -> str:
     """'same', 'differs', or 'not recorded' (records from before the field existed)."""
-    return COMPILER_WORDS.get(same, "not recorded") if isinstance(same, bool) else "not recorded"
+    if same is True:
+        return "same"
+    return "differs" if same is False else "not recorded"
+
+
 STAGE_NAMES = {"native_load": "native load", "native_prepare": "native prepare"}
 
 
@@ -60,12 +62,11 @@ def python_share_finding(ctx: Context) -> Finding:
     """native / python throughput of every program measured with both runners."""
     title = "Python's share: the compiled program timed from Python and from C++"
     table = python_share(ctx.results)
-    if not table.empty:
-        table = table.assign(compiler=[compiler_word(v) for v in table["same_compiler"]])
     if table.empty:
         return Finding("python-share", title, part="beyond", empty=(
             "No configuration was measured both with runner python and with runner native "
             "(xlabench sweep --runner native)."))
+    table = table.assign(compiler=[compiler_word(v) for v in table["same_compiler"]])
     data = table.assign(pair=[f"{m} {b}/{o} @{r} b{s}" for m, b, o, r, s in zip(
         table["model"], table["backend"], table["mode"], table["resolution"],
         table["batch_size"], strict=True)])
