@@ -6,7 +6,9 @@ of the machine hits them alike. Per configuration it prints the spread of the co
 (max/min - 1), the typical interval (median half-width, %) and the pairwise coverage: over all
 ordered pairs (i, j), i != j, how often run i's interval holds run j's estimate. For an honest 95%
 interval of an estimate whose re-runs scatter like it does, that is about 0.83-0.9; the target
-here is >= 0.75.
+here is >= 0.75. Two more columns split it: "later runs" (run i's interval against the runs
+made after it only, none of which entered it) and "intervals with between-run variation" (the
+pairs whose run i had re-runs stored before it to learn the machine's drift from).
 
     .venv/bin/python bench/ci_coverage.py                       # the four default configurations
     .venv/bin/python bench/ci_coverage.py --repeats 6 --db /tmp/coverage.db
@@ -38,7 +40,12 @@ from datetime import datetime
 from pathlib import Path
 
 from xlabench.core.result import ResultPolicy
-from xlabench.measure.combine import log_t_interval, run_drift
+from xlabench.measure.combine import (
+    MACHINE_PRIOR_DF,
+    config_drift,
+    log_t_interval,
+    run_drift,
+)
 from xlabench.store import ResultStore
 
 #: model, resolution, backend, mode (batch 4): TensorFlow, JAX and PyTorch, eager and compiled.
@@ -104,22 +111,28 @@ def every_stored_result(db: Path) -> list[dict]:
 
 
 def replayed(run: dict, history: list[dict], same_machine: set[str],
-             software: dict[tuple[str, str], str]) -> dict:
-    """`run` with the interval today's method gives it: its processes, plus the between-run
-    variation of the re-runs of *other* configurations stored before it on its machine
-    (`same_machine`: those environments; grouped by `software`, as the store groups them),
-    what the sweep had when it stored the run."""
+             software: dict[tuple[str, str], str], prior_df: float = MACHINE_PRIOR_DF,
+             own: bool = True) -> dict:
+    """`run` with the interval today's method gives it, from what the store held when it was
+    stored: its processes, the between-run variation of the re-runs of *other* configurations
+    on its machine (`same_machine`: those environments; grouped by `software`, as the store
+    groups them) as a prior, and its own configuration's earlier results on top
+    (`combine.config_drift`, as `sweep.run.environment_drift` does)."""
+    def key(other: dict) -> tuple[str, str]:
+        return (other["spec_id"], software.get((other["spec_id"], other["env_id"]),
+                                               other["env_id"]))
+
     groups: dict[tuple[str, str], list[list[float]]] = {}
     for other in history:
-        if (other["at_s"] < run["at_s"] and other["spec_id"] != run["spec_id"]
-                and other["env_id"] in same_machine):
-            key = (other["spec_id"], software.get((other["spec_id"], other["env_id"]),
-                                                  other["env_id"]))
-            groups.setdefault(key, []).append(list(other["process_medians_sps"]))
-    drift = run_drift(groups.values())
+        if other["at_s"] < run["at_s"] and other["env_id"] in same_machine:
+            groups.setdefault(key(other), []).append(list(other["process_medians_sps"]))
+    own_runs = groups.pop(key(run), [])
+    machine = run_drift(groups.values())
+    drift = config_drift(own_runs, machine, prior_df) if own else machine
     interval = log_t_interval(run["process_medians_sps"], drift=drift)
     return {**run, "median_sps": interval.estimate, "ci_low_sps": interval.low,
-            "ci_high_sps": interval.high, "drift_rel_sd": drift.rel_sd if drift else None}
+            "ci_high_sps": interval.high, "drift_rel_sd": drift.rel_sd if drift else None,
+            "drift_own_results": drift.own_results if drift else 0}
 
 
 def simulated_run(pool: list[float], policy: ResultPolicy, rng: random.Random) -> tuple:
@@ -171,6 +184,13 @@ def summarize(runs: list[dict]) -> dict:
               if session[id(a)] != session[id(b)]]
     halfwidths = [max(r["median_sps"] - r["ci_low_sps"], r["ci_high_sps"] - r["median_sps"])
                   / r["median_sps"] for r in runs]
+    order = {id(r): i for i, r in enumerate(runs)}
+    # later: does run i's interval hold the runs made after it (what a user re-running
+    # tomorrow checks; no later run entered run i's interval)?
+    later = [h for (a, b), h in zip(pairs, holds, strict=True) if order[id(b)] > order[id(a)]]
+    # informed: pairs whose judged interval held some between-run variation
+    informed = [h for (a, _), h in zip(pairs, holds, strict=True)
+                if a.get("drift_rel_sd") is not None]
     return {
         "low": min(medians), "high": max(medians), "spread": max(medians) / min(medians) - 1,
         "halfwidth": statistics.median(halfwidths), "coverage": held / len(pairs),
@@ -180,6 +200,8 @@ def summarize(runs: list[dict]) -> dict:
         "sessions": len(set(session.values())),
         "within": f"{sum(same)}/{len(same)}" if same else "-",
         "across": f"{sum(across)}/{len(across)}" if across else "-",
+        "later": f"{sum(later)}/{len(later)}" if later else "-",
+        "informed": f"{sum(informed)}/{len(informed)}" if informed else "-",
     }
 
 
@@ -193,8 +215,15 @@ def main() -> int:
                         help="judge every stored run of the configurations, not only this one's")
     parser.add_argument("--replay", action="store_true",
                         help="with --all-in-db: judge the stored runs with today's interval "
-                             "(their processes, plus the between-run variation of other "
-                             "configurations' re-runs stored before each)")
+                             "(their processes, plus the between-run variation of what was "
+                             "stored before each: other configurations' re-runs as a prior, "
+                             "the configuration's own earlier results on top)")
+    parser.add_argument("--prior-df", type=float, default=MACHINE_PRIOR_DF,
+                        help="with --replay: the machine pool's weight beside a "
+                             "configuration's own re-runs (combine.MACHINE_PRIOR_DF)")
+    parser.add_argument("--pool-only", action="store_true",
+                        help="with --replay: leave each configuration's own re-runs out (the "
+                             "rule before 2026-12-02)")
     parser.add_argument("--resample", type=int, default=0, metavar="PAIRS",
                         help="also simulate PAIRS pairs of runs from the stored processes")
     args = parser.parse_args()
@@ -218,7 +247,8 @@ def main() -> int:
             machines = {r["env_id"]: set(store.machine_env_ids(r["env_id"])) for r in history}
             software = store.software_ids()
         runs = {config: [{**replayed(by_id[r["result_id"]], history,
-                                     machines[by_id[r["result_id"]]["env_id"]], software),
+                                     machines[by_id[r["result_id"]]["env_id"]], software,
+                                     args.prior_df, not args.pool_only),
                           "wall_s": r["wall_s"]}
                          for r in found if r["result_id"] in by_id]
                 for config, found in runs.items()}
@@ -228,9 +258,10 @@ def main() -> int:
               f"between-run variation to add (σ {100 * min(known or [0]):.1f}-"
               f"{100 * max(known or [0]):.1f}%)")
     print("\n| configuration | medians of the runs (samples/s) | spread | typical interval "
-          "| pairwise coverage | within a session | across sessions | processes per run "
-          "| flagged runs | wall s per run |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| pairwise coverage | within a session | across sessions | later runs "
+          "| intervals with between-run variation | processes per run | flagged runs "
+          "| wall s per run |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for (model, resolution, backend, mode), found in runs.items():
         if len(found) < 2:
             print(f"| {model}@{resolution} b4 {backend}/{mode} | fewer than 2 runs |")
@@ -239,7 +270,8 @@ def main() -> int:
         print(f"| {model}@{resolution} b4 {backend}/{mode} | {s['low']:.1f}-{s['high']:.1f} | "
               f"{100 * s['spread']:.1f}% | ±{100 * s['halfwidth']:.1f}% | "
               f"{s['held']}/{s['pairs']} ({s['coverage']:.2f}) | {s['within']} | "
-              f"{s['across']} | {s['k']} | {s['flagged']} | {s['wall_s']:.0f} |")
+              f"{s['across']} | {s['later']} | {s['informed']} | {s['k']} | {s['flagged']} | "
+              f"{s['wall_s']:.0f} |")
     if args.resample:
         print(f"\n| configuration | clean processes stored | resampled coverage "
               f"({args.resample} pairs) | resampled typical interval |")

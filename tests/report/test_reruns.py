@@ -55,7 +55,8 @@ def test_the_quality_section_shows_the_reruns() -> None:
 
 def test_each_configuration_takes_the_drift_of_the_others_re_runs() -> None:
     """Two configurations re-run on one machine: each one's intervals include the between-run
-    variation of the *other* one's re-runs (not its own), and the quality section says so."""
+    variation of the *other* one's re-runs as a prior, updated with its own results stored
+    before it (never itself or a later one), and the quality section says so."""
     other = ((50.0, 51.0, 49.0), (56.0, 55.0, 57.0), (45.0, 46.0, 44.5))
     rows = frame(results(RUNS) + results(other, model="mobilenet_v3_small"))
     (resnet,) = rerun_agreement(rows[rows["model"] == "resnet50_v1"]).to_dict("records")
@@ -63,7 +64,9 @@ def test_each_configuration_takes_the_drift_of_the_others_re_runs() -> None:
     both = rerun_agreement(rows).set_index("model")
     drift = combine.run_drift([[list(r) for r in other]])
     assert drift is not None and drift.rel_sd > 0.05
-    intervals = [combine.log_t_interval(run, drift=drift) for run in RUNS]
+    intervals = [combine.log_t_interval(
+        run, drift=combine.config_drift([list(r) for r in RUNS[:index]], drift))
+        for index, run in enumerate(RUNS)]
     expected = sum(a.low <= b.estimate <= a.high
                    for a in intervals for b in intervals if a is not b)
     assert both.loc["resnet50_v1", "pairs_held"] == expected > 2

@@ -201,3 +201,99 @@ def test_re_runs_span_environments_that_differ_only_in_other_backends_packages(
         assert len(set(software.values())) == 2
     frame = load_results(tmp_path / "r.db")
     assert frame["software_id"].nunique() == 2 and frame["env_id"].nunique() == 3
+
+
+def test_config_drift_moderates_the_machine_pool_with_the_configurations_own_re_runs() -> None:
+    pool = combine.RunDrift(0.05 ** 2, 30, 6, 36)
+    # no re-runs of its own: the pool, but only as a prior of MACHINE_PRIOR_DF df
+    prior = combine.config_drift([], pool)
+    assert prior is not None and prior.log_var == pytest.approx(0.05 ** 2)
+    assert prior.df == combine.MACHINE_PRIOR_DF and prior.own_results == 0
+    # five of its own re-runs that differ by ~20%: they pull the estimate most of the way
+    rng = random.Random(SEED + 2)
+    own = [_run(rng, 100.0, 3, 0.20, 0.01) for _ in range(5)]
+    moment = combine.run_drift([own])
+    assert moment is not None
+    moderated = combine.config_drift(own, pool)
+    assert moderated is not None and moderated.df == combine.MACHINE_PRIOR_DF + 4
+    expected = (4 * 0.05 ** 2 + 4 * moment.log_var) / 8
+    assert moderated.log_var == pytest.approx(expected)
+    assert moderated.results == 36 + 5 and moderated.own_results == 5
+    assert "5 earlier results of this configuration" in moderated.describe()
+    # a pool with fewer df than the prior weighs only what it has
+    thin = combine.config_drift(own, combine.RunDrift(0.0, 2, 2, 4))
+    assert thin is not None and thin.df == 2 + 4
+    assert thin.log_var == pytest.approx(4 * moment.log_var / 6)
+    # without a pool: the own re-runs alone, once they reach MIN_DRIFT_DF
+    assert combine.config_drift(own[:2], None) is None
+    alone = combine.config_drift(own[:3], None)
+    assert alone is not None and alone.df == 2 and alone.configurations == 0
+    assert combine.config_drift([], None) is None
+
+
+def test_a_configuration_that_drifts_more_than_the_machine_is_held_by_its_own_re_runs() -> None:
+    """Configurations drift differently on one machine (measured: 38% apart between sessions
+    for one while the pool said 7%). Six re-runs of a configuration whose runs scatter twice as
+    much as the machine's pool says (10% against 5%), each interval made as `run` makes it:
+    with the pool alone every run's interval holds the others' figures about half the time;
+    with its own earlier results the later runs reach the 0.75 of bench/ci_coverage.py. A calm
+    configuration (3%) stays held and its later intervals get no wider than the pool's."""
+    rng = random.Random(SEED + 3)
+    pool = combine.run_drift(_history(rng, 6, 6, run_sd=0.05, process_sd=0.02))
+    assert pool is not None
+
+    def by_run(run_sd: float, moderated: bool) -> tuple[list[float], list[float]]:
+        """Per run index: mean pairwise coverage and median half-width over 400 sequences."""
+        held: list[list[float]] = [[] for _ in range(6)]
+        widths: list[list[float]] = [[] for _ in range(6)]
+        for _ in range(400):
+            runs = [_run(rng, 100.0, 3, run_sd, 0.02) for _ in range(6)]
+            intervals = [combine.log_t_interval(medians, drift=(
+                combine.config_drift(runs[:index], pool) if moderated else pool))
+                for index, medians in enumerate(runs)]
+            for index, a in enumerate(intervals):
+                others = [b for b in intervals if b is not a]
+                held[index].append(sum(a.low <= b.estimate <= a.high for b in others) / 5)
+                widths[index].append(a.rel_halfwidth)
+        return [sum(h) / len(h) for h in held], [stats.median(w) for w in widths]
+
+    pool_only, _ = by_run(0.10, moderated=False)
+    own, _ = by_run(0.10, moderated=True)
+    assert max(pool_only) < 0.6
+    assert min(own[4:]) >= 0.74 and all(o > p for o, p in zip(own, pool_only, strict=True))
+    calm, calm_widths = by_run(0.03, moderated=True)
+    _, calm_pool_widths = by_run(0.03, moderated=False)
+    assert min(calm) >= 0.9
+    assert calm_widths[-1] <= 1.05 * calm_pool_widths[-1]
+
+
+def test_the_store_gives_a_configurations_own_re_runs_but_the_result_itself(
+    tmp_path: Path,
+) -> None:
+    with ResultStore(tmp_path / "r.db") as store:
+        a = _stored_result(store, 1, "ra1", [100.0, 101.0, 99.0])
+        _stored_result(store, 1, "ra2", [90.0, 91.0, 92.0])
+        _stored_result(store, 1, "ra3", [95.0, 94.0, 20.0], flagged_last=True)  # not clean
+        _stored_result(store, 2, "rb1", [50.0, 51.0, 49.0])
+        env = make_record().env_id
+        assert store.own_reruns(env, a, "new") == [[100.0, 101.0, 99.0], [90.0, 91.0, 92.0]]
+        # a sweep re-saving the result it is combining does not count it as its own re-run
+        assert store.own_reruns(env, a, "ra2") == [[100.0, 101.0, 99.0]]
+        assert store.own_reruns("elsewhere", a, "new") == []
+
+
+def test_the_analysis_gives_each_result_its_own_earlier_re_runs_only(tmp_path: Path) -> None:
+    """The report re-estimates each interval as the sweep stored it: a result's own
+    configuration counts with the results before it, never with itself or later ones."""
+    with ResultStore(tmp_path / "r.db") as store:
+        for index, medians in enumerate(([100.0, 101.0, 99.0], [80.0, 81.0, 79.0],
+                                         [120.0, 119.0, 121.0], [100.0, 99.0, 101.0])):
+            _stored_result(store, 1, f"ra{index}", medians)
+    rows = select.every_result(load_results(tmp_path / "r.db"))
+    assert list(rows["drift_rel_sd"].isna()) == [True, True, True, False]
+    own = [[100.0, 101.0, 99.0], [80.0, 81.0, 79.0], [120.0, 119.0, 121.0]]
+    expected = combine.config_drift(own, None)
+    assert expected is not None
+    assert rows.iloc[-1]["drift_rel_sd"] == pytest.approx(expected.rel_sd)
+    latest = select.latest_per_config(load_results(tmp_path / "r.db"))
+    assert latest.iloc[-1]["drift_rel_sd"] == pytest.approx(expected.rel_sd)

@@ -86,9 +86,9 @@ def latest_per_config(results: pd.DataFrame) -> pd.DataFrame:
     per_repeat = [*CONFIG_KEYS, "repeat"]
     last = ok.groupby(per_repeat, dropna=False)["result_last_id"].transform("max")
     chosen = ok[ok["result_last_id"] == last]
-    drifts = environment_drifts(ok)
+    drifts = result_drifts(ok)
     grouped = chosen.groupby(list(CONFIG_KEYS), dropna=False, sort=False)
-    combined = pd.DataFrame([_combine_processes(group, drifts.get(_drift_key(group)))
+    combined = pd.DataFrame([_combine_processes(group, drifts.get(group["result_key"].iloc[0]))
                              for _, group in grouped])
     combined = combined.astype({k: v for k, v in ok.dtypes.to_dict().items()
                                 if k in combined.columns}, errors="ignore")
@@ -103,10 +103,10 @@ def every_result(results: pd.DataFrame) -> pd.DataFrame:
     if ok.empty:
         return ok.assign(**{c: pd.Series(dtype=object) for c in COMBINED_COLUMNS})
     ok = ok.assign(result_key=[_result_key(r) for r in ok.itertuples()])
-    drifts = environment_drifts(ok)
+    drifts = result_drifts(ok)
     grouped = ok.groupby("result_key", sort=False)
-    combined = pd.DataFrame([_combine_processes(group, drifts.get(_drift_key(group)))
-                             for _, group in grouped])
+    combined = pd.DataFrame([_combine_processes(group, drifts.get(key))
+                             for key, group in grouped])
     return combined.drop(columns="result_key").sort_values(
         "id", kind="mergesort").reset_index(drop=True)
 
@@ -127,25 +127,32 @@ def _drift_key(rows: pd.DataFrame) -> tuple[Any, ...]:
             tuple(first.get(k) for k in CONFIG_KEYS))
 
 
-def environment_drifts(ok: pd.DataFrame) -> dict[tuple[Any, ...], combine.RunDrift | None]:
-    """Per `_drift_key`: the between-run variation measured from the re-runs of the *other*
-    configurations on that machine (any of its environments), as the sweep stores it
-    (`sweep.run.environment_drift`; here from every result in the frame, later ones too).
-    Results used: two or more clean processes, not flagged. `ok` needs `result_key`."""
+def result_drifts(ok: pd.DataFrame) -> dict[str, combine.RunDrift | None]:
+    """Per `result_key`: the between-run variation its interval holds, as the sweep stores it
+    (`sweep.run.environment_drift`): the machine's, from the re-runs of the *other*
+    configurations on that machine (any of its environments; here from every result in the
+    frame, later ones too), updated with the configuration's own results that began before
+    this one (`combine.config_drift`; never the result itself or a later re-run, which the
+    report's re-run check grades it against). Results used: two or more clean processes,
+    not flagged. `ok` needs `result_key`."""
     if "env_id" not in ok.columns or ok.empty:
         return {}
-    runs: dict[tuple[Any, ...], list[list[float]]] = {}
-    keys = set()
-    for _, rows in ok.groupby("result_key", sort=False):
-        key = _drift_key(rows)
-        keys.add(key)
+    runs: dict[tuple[Any, ...], list[tuple[int, str, list[float]]]] = {}
+    for result_key, rows in ok.groupby("result_key", sort=False):
         flagged = rows["interference_flagged"].fillna(0).astype(bool)
         clean = [float(v) for v in rows.loc[~flagged, "throughput_sps"]]
-        if len(clean) >= max(2, ResultPolicy().min_processes):
-            runs.setdefault(key, []).append(clean)
-    return {key: combine.run_drift(r for (machine, _, config), r in runs.items()
-                                   if machine == key[0] and config != key[2])
-            for key in keys}
+        usable = len(clean) >= max(2, ResultPolicy().min_processes)
+        runs.setdefault(_drift_key(rows), []).append(
+            (int(rows["id"].min()), str(result_key), clean if usable else []))
+    drifts: dict[str, combine.RunDrift | None] = {}
+    for key, results in runs.items():
+        machine = combine.run_drift([c for _, _, c in found if c]
+                                    for (m, _, config), found in runs.items()
+                                    if m == key[0] and config != key[2])
+        for started, result_key, _ in results:
+            own = [c for other, _, c in results if other < started and c]
+            drifts[result_key] = combine.config_drift(own, machine)
+    return drifts
 
 
 def _result_key(row: Any) -> str:

@@ -68,7 +68,7 @@ def format_result(result: Result, records: Sequence[Record], db: str | None = No
             lines.append(f"  this run's processes alone: {result.run_ci_low_sps:.2f}-"
                          f"{result.run_ci_high_sps:.2f} (the target is judged on this one)")
         elif result.between_processes:
-            lines.append("  no re-runs of other configurations on this machine yet: the interval "
+            lines.append("  no re-runs on this machine yet: the interval "
                          "cannot include how runs at other times differ")
     if result.flagged:
         lines.append(f"  FLAGGED: {result.flag_reason}")

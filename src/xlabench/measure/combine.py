@@ -149,31 +149,65 @@ def _satterthwaite_df(a: float, df_a: float, b: float, df_b: float) -> float:
 #: Below this many pooled degrees of freedom the between-run variance is not estimated.
 MIN_DRIFT_DF = 2
 
+#: How many re-runs' worth of evidence the machine's pooled between-run variance is about any
+#: one configuration: its prior weight (degrees of freedom) beside that configuration's own
+#: re-runs. Configurations on one machine drift very differently (on the 2-core VM of
+#: docs/NOTES.md one ran 38% apart between sessions while the pool said 7%), so the pool is a
+#: weak prior, however many results it holds: a configuration's variance is taken as drawn
+#: around the pool with this many degrees of freedom (a scaled inverse chi-square), its own
+#: re-runs add theirs, and the interval's t quantile uses the sum.
+MACHINE_PRIOR_DF = 4
+
 
 @dataclass(frozen=True)
 class RunDrift:
     """How much results of the same configuration, measured by separate runs (at other times,
     after the machine may have changed state), differ beyond what their processes' spread
-    explains: a variance of log throughput, pooled over the configurations measured twice or
-    more in one environment. Processes of one run share the machine's state of that hour, so
-    their spread cannot show it; only re-runs can, and they are in the store."""
+    explains: a variance of log throughput. Processes of one run share the machine's state of
+    that hour, so their spread cannot show it; only re-runs can, and they are in the store.
+    `run_drift` pools it over a machine's configurations; `config_drift` moderates that pool
+    with one configuration's own earlier re-runs (`own_results` of the `results`)."""
 
     log_var: float
-    df: int  # pooled: the sum over configurations of (results - 1)
+    df: float  # of the estimate: pooled (results - 1) summed, or prior + own when moderated
     configurations: int
     results: int
+    own_results: int = 0
 
     @property
     def rel_sd(self) -> float:
         return math.sqrt(self.log_var)
 
     def describe(self) -> str:
-        return (f"σ {100 * self.rel_sd:.1f}% from {self.results} results of "
-                f"{self.configurations} configurations")
+        others = self.results - self.own_results
+        if not self.own_results:
+            return (f"σ {100 * self.rel_sd:.1f}% from {others} results of "
+                    f"{self.configurations} configurations")
+        pool = (f" and {others} results of {self.configurations} other configurations"
+                if others else "")
+        return (f"σ {100 * self.rel_sd:.1f}% from {self.own_results} earlier results of this "
+                f"configuration{pool}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"rel_sd": self.rel_sd, "df": self.df, "configurations": self.configurations,
-                "results": self.results}
+                "results": self.results, "own_results": self.own_results}
+
+
+def _between_run_moment(runs: Sequence[Sequence[float]]) -> tuple[float, int] | None:
+    """(method-of-moments between-run variance, untruncated; its df) of one configuration's
+    results (each two or more process medians), or None when fewer than two such results."""
+    runs = [r for r in runs if len(r) >= 2 and min(r) > 0]
+    if len(runs) < 2:
+        return None
+    means, se2 = [], []
+    for medians in runs:
+        logs = [math.log(v) for v in medians]
+        mean = sum(logs) / len(logs)
+        means.append(mean)
+        se2.append(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1) / len(logs))
+    grand = sum(means) / len(means)
+    between = sum((m - grand) ** 2 for m in means) / (len(means) - 1)
+    return between - sum(se2) / len(se2), len(runs) - 1
 
 
 def run_drift(configurations: Iterable[Sequence[Sequence[float]]]) -> RunDrift | None:
@@ -187,24 +221,36 @@ def run_drift(configurations: Iterable[Sequence[Sequence[float]]]) -> RunDrift |
     """
     pooled, df, used, results = 0.0, 0, 0, 0
     for runs in configurations:
-        runs = [r for r in runs if len(r) >= 2 and min(r) > 0]
-        if len(runs) < 2:
+        moment = _between_run_moment(runs)
+        if moment is None:
             continue
-        means, se2 = [], []
-        for medians in runs:
-            logs = [math.log(v) for v in medians]
-            mean = sum(logs) / len(logs)
-            means.append(mean)
-            se2.append(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1) / len(logs))
-        grand = sum(means) / len(means)
-        between = sum((m - grand) ** 2 for m in means) / (len(means) - 1)
-        pooled += (between - sum(se2) / len(se2)) * (len(runs) - 1)
-        df, used, results = df + len(runs) - 1, used + 1, results + len(runs)
+        pooled += moment[0] * moment[1]
+        df, used, results = df + moment[1], used + 1, results + moment[1] + 1
     if df < MIN_DRIFT_DF:
         return None
     # truncated once, after pooling: clipping each configuration's noisy estimate at 0 first
     # would bias the pool upwards when runs do not drift at all
     return RunDrift(max(0.0, pooled / df), df, used, results)
+
+
+def config_drift(own_runs: Sequence[Sequence[float]], machine: RunDrift | None,
+                 prior_df: float = MACHINE_PRIOR_DF) -> RunDrift | None:
+    """The between-run variance for one configuration: the machine's pool (`machine`, from the
+    *other* configurations' re-runs) as a prior of at most `prior_df` degrees of freedom,
+    updated with the configuration's own earlier results (`own_runs`, each its process
+    medians): (w * pool + d * own) / (w + d) with w = min(prior_df, pool df) and d = own
+    results - 1, on w + d degrees of freedom (the posterior scale of a scaled inverse
+    chi-square prior). Without a pool, the own re-runs alone once they reach MIN_DRIFT_DF."""
+    own = _between_run_moment(own_runs)
+    own_results = 0 if own is None else own[1] + 1
+    if machine is None and (own is None or own[1] < MIN_DRIFT_DF):
+        return None
+    prior_var, prior_w = (machine.log_var, min(prior_df, machine.df)) if machine else (0.0, 0.0)
+    own_var, own_df = own if own is not None else (0.0, 0)
+    log_var = (prior_w * prior_var + own_df * own_var) / (prior_w + own_df)
+    return RunDrift(max(0.0, log_var), prior_w + own_df,
+                    machine.configurations if machine else 0,
+                    (machine.results if machine else 0) + own_results, own_results)
 
 
 def log_spread(values: Sequence[float]) -> float:

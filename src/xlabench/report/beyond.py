@@ -290,7 +290,8 @@ def _drift_summary(frame: pd.DataFrame) -> str:
                 "Re-run a few configurations to measure that; later results then include it.")
     return (f"{len(drift)} of {len(between)} multi-process intervals also include the "
             f"between-run variation of this machine (σ {100 * drift.min():.1f}-"
-            f"{100 * drift.max():.1f}%, measured from re-runs of the other configurations): "
+            f"{100 * drift.max():.1f}%, measured from re-runs: the machine's other "
+            "configurations as a prior, each configuration's own earlier results on top): "
             "processes of one run share the machine's state of that hour; re-runs show it.")
 
 

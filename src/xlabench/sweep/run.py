@@ -268,11 +268,16 @@ def run_result(
 
 
 def environment_drift(store: ResultStore, tracker: Tracker) -> combine.RunDrift | None:
-    """The between-run variation of the environment the result's processes ran in, from the
-    re-runs stored there of *other* configurations (None until some were re-run): a property
-    of the machine, and leaving the result's own configuration out keeps the re-run check in
-    the report (do re-runs land inside each other's intervals?) from grading itself."""
+    """The between-run variation for the result's configuration (None until something was
+    re-run): the machine's, from the re-runs stored there of *other* configurations, as a
+    prior that the configuration's own earlier results update (`combine.config_drift`).
+    Configurations drift very differently on one machine, so once a configuration has been
+    re-run its own history counts; the earlier results are re-runs the user already has, and
+    the new result is never part of its own estimate."""
     env_ids = {r.env_id for r in tracker.records if r.ok}
     if len(env_ids) != 1:
         return None  # no process yet, or processes from several machines: nothing to pool
-    return combine.run_drift(store.rerun_groups(env_ids.pop(), tracker.spec.spec_id()))
+    env_id, spec_id = env_ids.pop(), tracker.spec.spec_id()
+    machine = combine.run_drift(store.rerun_groups(env_id, spec_id))
+    own = store.own_reruns(env_id, spec_id, tracker.result_id)
+    return combine.config_drift(own, machine)
