@@ -14,6 +14,8 @@ from xlabench.analysis import (
     DEFAULT_HOST_MEM_BOUND_MB,
     DEFAULT_LATENCY_BOUND_MS,
     deploy_candidates,
+    family_speedups,
+    family_speedups_wide,
     fastest_deployments,
     first_under,
     latency_candidates,
@@ -125,6 +127,42 @@ def test_coverage_counts(results: pd.DataFrame) -> None:
     assert cells[("onnxruntime/compiled", "MLP-Mixer")] == (1, 0, 0)  # failed, then ok
     assert cells[("tensorflow/xla", "ResNet_V1")] == (1, 0, 0)
     assert ("tensorflow/eager", "ViT") not in cells
+
+
+def test_family_speedups_are_medians_over_the_familys_configurations(
+    results: pd.DataFrame,
+) -> None:
+    speedups = family_speedups(results).set_index(["way", "family"])
+    ort = "onnxruntime/compiled fp32"
+    # resnet50_v1 b4 (3.0 / 1.5) and b1 (5.0 / 1.67): the medians of the two
+    resnet = speedups.loc[(ort, "ResNet_V1")]
+    assert resnet["over_tf_eager"] == pytest.approx(4.0)
+    assert resnet["over_tf_xla"] == pytest.approx((1.5 + 500 / 300) / 2)
+    assert resnet["xla_configs"] == 2 and resnet["models"] == 1
+    # vit_b16: no TF eager beside it; mobilenet_v1 b8 has no baseline, b4 has XLA only
+    assert math.isnan(speedups.loc[(ort, "ViT"), "over_tf_eager"])
+    assert speedups.loc[(ort, "ViT"), "over_tf_xla"] == pytest.approx(300 / 299)
+    assert speedups.loc[(ort, "MobileNet_V1"), "xla_configs"] == 1
+    assert speedups.loc[(ort, "MobileNet_V1"), "over_tf_xla"] == pytest.approx(3.0)
+    assert (ort, "MLP-Mixer") not in speedups.index  # never beside a baseline
+    every = speedups.loc[(ort, "all families")]
+    assert every["over_tf_xla"] == pytest.approx((1.5 + 500 / 300) / 2)  # of 1.5, 1.67, 1.0, 3
+    assert every["xla_configs"] == 4 and every["eager_configs"] == 2
+    # parity failures are never counted: OpenVINO's 400 did not keep its outputs
+    assert not any(w.startswith("openvino") for w, _ in speedups.index)
+    assert speedups.loc[("tensorflow/xla fp32", "ResNet_V1"), "over_tf_xla"] == 1.0
+    wide = family_speedups_wide(family_speedups(results)).set_index("way")
+    assert wide.columns[0] == "all families"
+    assert wide.index[0] == ort  # the largest median over XLA first
+    assert wide.loc[ort, "ResNet_V1"] == "4.00x / 1.58x (2)"
+    assert wide.loc[ort, "ViT"] == "– / 1.00x (1)"
+
+
+def test_family_table_in_the_finding(finding: Finding) -> None:
+    table = next(t for t in finding.tables if t.title.startswith("Runtimes × model families: "
+                                                                 "median speedup"))
+    rows = {r[0]: r for r in table.cells()}
+    assert "onnxruntime/compiled fp32" in rows and "openvino/compiled fp32" not in rows
 
 
 def test_coverage_table_in_the_finding(finding: Finding) -> None:

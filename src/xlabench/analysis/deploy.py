@@ -209,3 +209,73 @@ def runtime_coverage_wide(coverage: pd.DataFrame) -> pd.DataFrame:
                              values="cell", aggfunc="first", fill_value="–")
     wide.columns = [str(c) for c in wide.columns]
     return wide.reset_index()
+
+
+def family_speedups(results: pd.DataFrame) -> pd.DataFrame:
+    """Per way (backend/mode precision runner) and model family: the median, over the family's
+    configurations (`SAME_CONFIG`) where both were measured, of the way's throughput over TF
+    eager's and over TF XLA's (Python runner), among results that passed parity.
+
+    Returns:
+        One row per way and family (and one per way with family "all families"): `over_tf_eager`
+        and `over_tf_xla` (medians, NaN where that baseline was never measured beside it),
+        `eager_configs` and `xla_configs` (how many configurations each median is over) and
+        `models` (how many models of the family the way ran beside a baseline).
+    """
+    columns = ["way", "backend", "mode", "family", "over_tf_eager", "eager_configs",
+               "over_tf_xla", "xla_configs", "models"]
+    candidates = deploy_candidates(results)
+    if candidates.empty:
+        return pd.DataFrame(columns=columns)
+    ratios = candidates.assign(**{f"over_{label}": _point_ratios(candidates, mode)
+                                  for label, mode in STUDY_BASELINES.items()})
+    ratios = ratios[ratios[["over_tf_eager", "over_tf_xla"]].notna().any(axis=1)]
+    if ratios.empty:
+        return pd.DataFrame(columns=columns)
+    every = ratios.assign(family="all families")
+    rows = []
+    for (way, family), group in pd.concat([ratios, every]).groupby(["way", "family"],
+                                                                   sort=False):
+        first = group.iloc[0]
+        rows.append({"way": way, "backend": first["backend"], "mode": first["mode"],
+                     "family": family,
+                     "over_tf_eager": group["over_tf_eager"].median(),
+                     "eager_configs": int(group["over_tf_eager"].notna().sum()),
+                     "over_tf_xla": group["over_tf_xla"].median(),
+                     "xla_configs": int(group["over_tf_xla"].notna().sum()),
+                     "models": group["model"].nunique()})
+    table = pd.DataFrame(rows, columns=columns)
+    return table.sort_values(["family", "over_tf_xla"], ascending=[True, False],
+                             na_position="last").reset_index(drop=True)
+
+
+def _point_ratios(candidates: pd.DataFrame, mode: str) -> list[float]:
+    """Each candidate's throughput over the TF `mode` (Python runner) result of its
+    configuration, NaN where there is none."""
+    study = candidates[(candidates["backend"] == "tensorflow") & (candidates["mode"] == mode)
+                       & (candidates["runner"] == "python")]
+    baselines = {_config(r): r["throughput_sps"] for r in study.to_dict("records")}
+    return [row["throughput_sps"] / baselines[_config(row)] if _config(row) in baselines
+            else math.nan for row in candidates.to_dict("records")]
+
+
+def family_speedups_wide(speedups: pd.DataFrame) -> pd.DataFrame:
+    """One row per way, one column per family (first "all families"): ``×eager / ×XLA (n)``,
+    the two median speedups and how many configurations the XLA one is over."""
+    if speedups.empty:
+        return pd.DataFrame(columns=["way", "all families"])
+    cells = speedups.assign(cell=[_speedup_cell(e, x, n) for e, x, n in zip(
+        speedups["over_tf_eager"], speedups["over_tf_xla"],
+        speedups[["eager_configs", "xla_configs"]].max(axis=1), strict=True)])
+    wide = cells.pivot_table(index="way", columns="family", values="cell", aggfunc="first",
+                             fill_value="–")
+    families = ["all families", *sorted(c for c in wide.columns if c != "all families")]
+    order = speedups[speedups["family"] == "all families"].sort_values(
+        ["over_tf_xla", "over_tf_eager"], ascending=False, na_position="last")["way"]
+    return wide.reindex(index=list(order), columns=families).reset_index()
+
+
+def _speedup_cell(over_eager: float, over_xla: float, configs: int) -> str:
+    def times(value: float) -> str:
+        return "–" if value is None or math.isnan(value) else f"{value:.2f}x"
+    return f"{times(over_eager)} / {times(over_xla)} ({configs})"

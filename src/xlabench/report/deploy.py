@@ -1,6 +1,6 @@
 """Which runtime to deploy: the fastest way to run each model that kept its outputs, against
-the study's TensorFlow eager and XLA, under reader-set latency and memory bounds, and which
-runtimes ran which model families."""
+the study's TensorFlow eager and XLA, under reader-set latency and memory bounds, each way's
+median speedup per model family, and which runtimes ran which model families."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import pandas as pd
 from xlabench.analysis import (
     DEFAULT_HOST_MEM_BOUND_MB,
     DEFAULT_LATENCY_BOUND_MS,
+    family_speedups,
+    family_speedups_wide,
     fastest_deployments,
     latency_candidates,
     memory_candidates,
@@ -46,7 +48,7 @@ def deploy_finding(ctx: Context) -> Finding:
         return Finding(KEY, TITLE, tables=[_coverage_table(coverage)], part="beyond", empty=(
             "No local result ran ok and passed parity: no runtime can be advised."))
     tables = [_fastest_table(fastest), _latency_table(ctx.results),
-              _memory_table(ctx.results), _coverage_table(coverage)]
+              _memory_table(ctx.results), _family_table(ctx.results), _coverage_table(coverage)]
     return Finding(KEY, TITLE, _summary(fastest), [], tables, part="beyond")
 
 
@@ -107,6 +109,21 @@ def _memory_table(results: pd.DataFrame) -> Table:
         _bound_columns(Column("peak_host_mem_mb", "peak host MB", "int")),
         note=BOUND_NOTE.format(what="peak host memory (the worker's resident set)"),
         empty="No result with a peak host memory passed parity.", bound=bound)
+
+
+def _family_table(results: pd.DataFrame) -> Table:
+    wide = family_speedups_wide(family_speedups(results))
+    families = tuple(Column(c, c, "text") for c in wide.columns if c != "way")
+    return Table(
+        "Runtimes × model families: median speedup over TF eager / over TF XLA", wide,
+        (Column("way", "backend/mode precision runner", "text"), *families),
+        note="Per way and family: the median over the family's configurations (device, model, "
+             "resolution, batch, precision) of its throughput over TensorFlow eager's and over "
+             "TensorFlow XLA's (Python runner) of the same configuration; (n): how many "
+             "configurations (the larger of the two counts). Point ratios of the combined "
+             "throughputs: each configuration's own interval is in the fastest-way table. Ways "
+             "that passed parity only; rows by the median over XLA of all families.",
+        empty="No way was measured beside TensorFlow eager or XLA of the same configuration.")
 
 
 def _coverage_table(coverage: pd.DataFrame) -> Table:
