@@ -203,6 +203,23 @@ def test_re_runs_span_environments_that_differ_only_in_other_backends_packages(
     assert frame["software_id"].nunique() == 2 and frame["env_id"].nunique() == 3
 
 
+def test_a_configuration_with_noisy_processes_does_not_zero_the_pool() -> None:
+    """Its between-run estimate (means' variance minus their se²) is mostly noise and can be
+    far below 0; weighed by df like the others it pulled the quiet configurations' pool to 0
+    (measured on torch compiled, processes ±40%). It is left out of the pool."""
+    rng = random.Random(SEED + 4)
+    quiet = _history(rng, 3, 6, run_sd=0.04, process_sd=0.01)
+    # the same process medians in every run, in another order: equal means, large se²
+    noisy = [[300.0, 600.0, 1200.0], [1200.0, 300.0, 600.0], [600.0, 1200.0, 300.0]] * 2
+    alone = combine.run_drift(quiet)
+    both = combine.run_drift([*quiet, noisy])
+    assert alone is not None and both is not None and alone.rel_sd > 0.02
+    assert (both.rel_sd, both.df, both.configurations) == (alone.rel_sd, 15, 3)
+    with_it = sum(m.log_var * m.df for m in map(combine._between_run_moment,
+                                                [*quiet, noisy])) / (4 * 5)
+    assert with_it < 0  # what the pool was with it: truncated to 0
+
+
 def test_config_drift_moderates_the_machine_pool_with_the_configurations_own_re_runs() -> None:
     pool = combine.RunDrift(0.05 ** 2, 30, 6, 36)
     # no re-runs of its own: the pool, but only as a prior of MACHINE_PRIOR_DF df

@@ -193,9 +193,20 @@ class RunDrift:
                 "results": self.results, "own_results": self.own_results}
 
 
-def _between_run_moment(runs: Sequence[Sequence[float]]) -> tuple[float, int] | None:
-    """(method-of-moments between-run variance, untruncated; its df) of one configuration's
-    results (each two or more process medians), or None when fewer than two such results."""
+@dataclass(frozen=True)
+class _Moment:
+    """One configuration's method-of-moments between-run variance (untruncated), its degrees
+    of freedom (results - 1) and the mean squared standard error of its results' means (how
+    noisy its processes make the estimate)."""
+
+    log_var: float
+    df: int
+    se2: float
+
+
+def _between_run_moment(runs: Sequence[Sequence[float]]) -> _Moment | None:
+    """The moment of one configuration's results (each two or more process medians), or None
+    when fewer than two such results."""
     runs = [r for r in runs if len(r) >= 2 and min(r) > 0]
     if len(runs) < 2:
         return None
@@ -207,7 +218,13 @@ def _between_run_moment(runs: Sequence[Sequence[float]]) -> tuple[float, int] | 
         se2.append(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1) / len(logs))
     grand = sum(means) / len(means)
     between = sum((m - grand) ** 2 for m in means) / (len(means) - 1)
-    return between - sum(se2) / len(se2), len(runs) - 1
+    mean_se2 = sum(se2) / len(se2)
+    return _Moment(between - mean_se2, len(runs) - 1, mean_se2)
+
+
+#: A configuration whose processes make its results' means this many times noisier (mean
+#: squared standard error) than the median configuration's is left out of the pool.
+NOISY_SE2_RATIO = 10.0
 
 
 def run_drift(configurations: Iterable[Sequence[Sequence[float]]]) -> RunDrift | None:
@@ -218,19 +235,30 @@ def run_drift(configurations: Iterable[Sequence[Sequence[float]]]) -> RunDrift |
     model: the variance of the results' mean log medians minus the mean of their squared
     standard errors (what the processes alone would make them scatter); pooled with weights
     results - 1, then at least 0.
+
+    A configuration whose processes scatter so much that its mean se² is over NOISY_SE2_RATIO
+    times the median configuration's is left out: its estimate's standard error grows with
+    se², so it says almost nothing about a between-run variance on the quiet ones' scale, yet
+    at df weight one large negative value of it pulled their pool to 0 (measured: torch
+    compiled, processes ±40%, -0.0052 against 0.0004-0.0007 for three quiet configurations).
+    Weighing every configuration by its precision instead, df / (σ² + se²)², was tried and
+    dropped: its weights follow each configuration's own sampled se², which its estimate
+    subtracts, and that biased the pool upwards by half a se² where runs did not drift at all.
+    The cut is an order of magnitude, far beyond the sampling noise of comparable
+    configurations' se², so among those it leaves nothing out.
     """
-    pooled, df, used, results = 0.0, 0, 0, 0
-    for runs in configurations:
-        moment = _between_run_moment(runs)
-        if moment is None:
-            continue
-        pooled += moment[0] * moment[1]
-        df, used, results = df + moment[1], used + 1, results + moment[1] + 1
+    moments = [m for m in map(_between_run_moment, configurations) if m is not None]
+    if moments:
+        typical = sorted(m.se2 for m in moments)[(len(moments) - 1) // 2]
+        moments = [m for m in moments
+                   if typical <= 0.0 or m.se2 <= NOISY_SE2_RATIO * typical]
+    df = sum(m.df for m in moments)
     if df < MIN_DRIFT_DF:
         return None
+    pooled = sum(m.log_var * m.df for m in moments) / df
     # truncated once, after pooling: clipping each configuration's noisy estimate at 0 first
     # would bias the pool upwards when runs do not drift at all
-    return RunDrift(max(0.0, pooled / df), df, used, results)
+    return RunDrift(max(0.0, pooled), df, len(moments), sum(m.df + 1 for m in moments))
 
 
 def config_drift(own_runs: Sequence[Sequence[float]], machine: RunDrift | None,
@@ -242,11 +270,11 @@ def config_drift(own_runs: Sequence[Sequence[float]], machine: RunDrift | None,
     results - 1, on w + d degrees of freedom (the posterior scale of a scaled inverse
     chi-square prior). Without a pool, the own re-runs alone once they reach MIN_DRIFT_DF."""
     own = _between_run_moment(own_runs)
-    own_results = 0 if own is None else own[1] + 1
-    if machine is None and (own is None or own[1] < MIN_DRIFT_DF):
+    own_results = 0 if own is None else own.df + 1
+    if machine is None and (own is None or own.df < MIN_DRIFT_DF):
         return None
     prior_var, prior_w = (machine.log_var, min(prior_df, machine.df)) if machine else (0.0, 0.0)
-    own_var, own_df = own if own is not None else (0.0, 0)
+    own_var, own_df = (own.log_var, own.df) if own is not None else (0.0, 0)
     log_var = (prior_w * prior_var + own_df * own_var) / (prior_w + own_df)
     return RunDrift(max(0.0, log_var), prior_w + own_df,
                     machine.configurations if machine else 0,
