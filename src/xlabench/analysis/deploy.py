@@ -113,14 +113,19 @@ def _separation(ways: int, within_noise: Any) -> str:
 def _with_ratio(picks: pd.DataFrame, candidates: pd.DataFrame, label: str,
                 mode: str) -> pd.DataFrame:
     """Columns ``over_<label>`` (pick / baseline), its interval and how it was formed."""
-    study = candidates[(candidates["backend"] == "tensorflow") & (candidates["mode"] == mode)
-                       & (candidates["runner"] == "python")]
-    baselines = {_config(r): r for r in study.to_dict("records")}
+    baselines = _study_baselines(candidates, mode)
     rng = np.random.default_rng(BOOTSTRAP_SEED)  # seeded: a report is reproducible
     rows = [_ratio(pick, baselines.get(_config(pick)), rng) for pick in picks.to_dict("records")]
     ratio, low, high, how = (list(v) for v in zip(*rows, strict=True))
     return picks.assign(**{f"over_{label}": ratio, f"over_{label}_ci_low": low,
                            f"over_{label}_ci_high": high, f"over_{label}_ci": how})
+
+
+def _study_baselines(candidates: pd.DataFrame, mode: str) -> dict[tuple[Any, ...], dict]:
+    """The TF `mode` results of the Python runner among `candidates`, by `_config`."""
+    study = candidates[(candidates["backend"] == "tensorflow") & (candidates["mode"] == mode)
+                       & (candidates["runner"] == "python")]
+    return {_config(r): r for r in study.to_dict("records")}
 
 
 def _config(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -252,11 +257,10 @@ def family_speedups(results: pd.DataFrame) -> pd.DataFrame:
 def _point_ratios(candidates: pd.DataFrame, mode: str) -> list[float]:
     """Each candidate's throughput over the TF `mode` (Python runner) result of its
     configuration, NaN where there is none."""
-    study = candidates[(candidates["backend"] == "tensorflow") & (candidates["mode"] == mode)
-                       & (candidates["runner"] == "python")]
-    baselines = {_config(r): r["throughput_sps"] for r in study.to_dict("records")}
-    return [row["throughput_sps"] / baselines[_config(row)] if _config(row) in baselines
-            else math.nan for row in candidates.to_dict("records")]
+    baselines = _study_baselines(candidates, mode)
+    return [row["throughput_sps"] / baselines[_config(row)]["throughput_sps"]
+            if _config(row) in baselines else math.nan
+            for row in candidates.to_dict("records")]
 
 
 def family_speedups_wide(speedups: pd.DataFrame) -> pd.DataFrame:
