@@ -23,7 +23,7 @@ from xlabench.analysis import (
     runtime_coverage,
 )
 from xlabench.core import Parity, Status
-from xlabench.report.beyond import beyond_findings
+from xlabench.report import build_findings
 from xlabench.report.deploy import deploy_finding
 from xlabench.report.html import html_page
 from xlabench.report.markdown import markdown_report, markdown_table
@@ -212,5 +212,16 @@ def test_failures_only_section_keeps_the_coverage() -> None:
     assert failed.tables[0].cells() == [["openvino/compiled", "1 / 0 / 0"]]
 
 
-def test_registered_last_in_beyond(results: pd.DataFrame) -> None:
-    assert beyond_findings(context(results))[-1].key == "deploy"
+def test_first_on_the_page_and_in_the_markdown(results: pd.DataFrame) -> None:
+    """The issue asks for the part of the report a reader looks at first: before the study's
+    findings in the list, the table of contents, the page and findings.md."""
+    findings = build_findings(results, ReportOptions())
+    assert findings[0].key == "deploy" and findings[0].part == "deploy"
+    assert "deploy" not in {f.key for f in findings[1:]}
+    page = html_page(findings, [], "t")
+    first_section = page.index("<section id=")
+    assert page.index('<section id="deploy">') == first_section
+    contents = page[page.index("<nav>"):]
+    assert contents.index('href="#') == contents.index('href="#deploy"')
+    markdown = markdown_report(findings, [])
+    assert markdown.index("### Which runtime to deploy") < markdown.index("## The 2023 study")

@@ -297,6 +297,10 @@ def test_the_store_gives_a_configurations_own_re_runs_but_the_result_itself(
         # a sweep re-saving the result it is combining does not count it as its own re-run
         assert store.own_reruns(env, a, "ra2") == [[100.0, 101.0, 99.0]]
         assert store.own_reruns("elsewhere", a, "new") == []
+        _stored_result(store, 2, "rb2", [40.0, 41.0, 39.0])
+        # what the sweep reads, in one pass: the machine's other configurations and a's own
+        assert store.drift_history(env, a, "ra2") == (
+            [[[50.0, 51.0, 49.0], [40.0, 41.0, 39.0]]], [[100.0, 101.0, 99.0]])
 
 
 def test_the_analysis_gives_each_result_its_own_earlier_re_runs_only(tmp_path: Path) -> None:

@@ -21,7 +21,6 @@ from xlabench.analysis import (
 )
 from xlabench.analysis.intervals import MIN_BOOTSTRAP_SAMPLES
 from xlabench.report.charts import ChartSpec, HLine
-from xlabench.report.deploy import deploy_finding
 from xlabench.report.model import (
     HOVER_PAIR,
     HOVER_RUN,
@@ -443,5 +442,4 @@ def beyond_findings(ctx: Context) -> list[Finding]:
         speedup_ci_finding(ctx),
         compile_finding(ctx), health_finding(ctx), batch_size_finding(ctx), gflops_finding(ctx),
         backends_finding(ctx),
-        deploy_finding(ctx),
     ]

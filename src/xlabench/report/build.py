@@ -10,6 +10,7 @@ import pandas as pd
 from xlabench.analysis import default_slice, most_common, speedup_table
 from xlabench.core import utc_now
 from xlabench.report.beyond import beyond_findings
+from xlabench.report.deploy import deploy_finding
 from xlabench.report.html import html_page
 from xlabench.report.markdown import markdown_report
 from xlabench.report.model import Context, Finding, ReportOptions
@@ -27,11 +28,12 @@ class ReportFiles:
 
 
 def build_findings(results: pd.DataFrame, options: ReportOptions) -> list[Finding]:
-    """Every finding, the study's first, computed from `results` (any subset of the grid)."""
+    """Every finding in page order (the deployment advice, the study's, then the rest),
+    computed from `results` (any subset of the grid)."""
     speedups = speedup_table(results, options.comparison)
     device, resolution = chosen_slice(speedups, options)
     ctx = Context(results, options, speedups, device, resolution)
-    return study_findings(ctx) + beyond_findings(ctx)
+    return [deploy_finding(ctx), *study_findings(ctx), *beyond_findings(ctx)]
 
 
 def chosen_slice(speedups: pd.DataFrame, options: ReportOptions) -> tuple[str | None, int | None]:

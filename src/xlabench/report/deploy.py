@@ -23,6 +23,7 @@ from xlabench.report.tables import Bound, Column, Table
 
 TITLE = "Which runtime to deploy"
 KEY = "deploy"
+PART = "deploy"  # its own part, first on the page (report.markdown.PARTS)
 CONFIG = (Column("device", "device"), Column("model", "model"),
           Column("resolution", "res", "int"), Column("batch_size", "batch", "int"))
 WAY = Column("way", "fastest way (backend/mode precision runner)", "text")
@@ -42,14 +43,14 @@ def deploy_finding(ctx: Context) -> Finding:
     fastest = fastest_deployments(ctx.results)
     coverage = runtime_coverage(ctx.results)
     if coverage.empty:
-        return Finding(KEY, TITLE, part="beyond", empty=(
+        return Finding(KEY, TITLE, part=PART, empty=(
             "No local result: nothing was measured on this machine to choose a runtime from."))
     if fastest.empty:  # only failures (or parity failures): still say which runtimes failed
-        return Finding(KEY, TITLE, tables=[_coverage_table(coverage)], part="beyond", empty=(
+        return Finding(KEY, TITLE, tables=[_coverage_table(coverage)], part=PART, empty=(
             "No local result ran ok and passed parity: no runtime can be advised."))
     tables = [_fastest_table(fastest), _latency_table(ctx.results),
               _memory_table(ctx.results), _family_table(ctx.results), _coverage_table(coverage)]
-    return Finding(KEY, TITLE, _summary(fastest), [], tables, part="beyond")
+    return Finding(KEY, TITLE, _summary(fastest), [], tables, part=PART)
 
 
 def _summary(fastest: pd.DataFrame) -> list[str]:

@@ -7,7 +7,10 @@ import html
 from xlabench.report.model import Finding
 from xlabench.report.tables import Table
 
-PARTS = (("study", "The 2023 study's findings"), ("beyond", "Beyond the study"))
+#: The page's parts in order. The deployment advice comes first: it is the question a reader
+#: brings ("what should I run this on, here?"), and none of the study's findings answers it.
+PARTS = (("deploy", "Start here: deployment"), ("study", "The 2023 study's findings"),
+         ("beyond", "Beyond the study"))
 _MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*[]|"})
 
 

@@ -31,7 +31,9 @@ class Finding:
     charts: list[ChartSpec] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     empty: str | None = None
-    part: str = "study"  # study: the 2023 study's findings; beyond: what it did not measure
+    # deploy: which runtime to run it on (first on the page); study: the 2023 study's
+    # findings; beyond: what the study did not measure
+    part: str = "study"
 
 
 @dataclass(eq=False)

@@ -243,8 +243,7 @@ class ResultStore:
         what can change its backend's speed (`core.result.software_id`): installing a runtime
         for another backend must not split a configuration's re-runs, or a re-run after it
         would never count as one; a new version of its own framework does split them."""
-        return [runs for (spec_id, _), runs in self._reruns(env_id).items()
-                if spec_id != exclude_spec_id and len(runs) >= 2]
+        return self.drift_history(env_id, exclude_spec_id)[0]
 
     def own_reruns(self, env_id: str, spec_id: str, result_id: str) -> list[list[float]]:
         """The process medians of every finished, clean result of `spec_id` stored on
@@ -252,13 +251,25 @@ class ResultStore:
         them), oldest first, but `result_id` (the result being combined, stored already when
         a sweep re-runs its flagged processes): the configuration's own re-runs, which
         `measure.combine.config_drift` weighs against the machine's pool."""
-        software = self.software_ids().get((spec_id, env_id), env_id)
-        return self._reruns(env_id, result_id).get((spec_id, software), [])
+        return self.drift_history(env_id, spec_id, result_id)[1]
 
-    def _reruns(self, env_id: str, exclude_result_id: str = ""
-                ) -> dict[tuple[str, str], list[list[float]]]:
+    def drift_history(self, env_id: str, spec_id: str, result_id: str = ""
+                      ) -> tuple[list[list[list[float]]], list[list[float]]]:
+        """`rerun_groups(env_id, spec_id)` and `own_reruns(env_id, spec_id, result_id)` from
+        one read of the store: what a result's interval takes its between-run variation from
+        (`sweep.run.environment_drift`)."""
+        software = self.software_ids()
+        groups = self._reruns(env_id, software, result_id)
+        others = [runs for (spec, _), runs in groups.items()
+                  if spec != spec_id and len(runs) >= 2]
+        own = groups.get((spec_id, software.get((spec_id, env_id), env_id)), [])
+        return others, own
+
+    def _reruns(self, env_id: str, software: dict[tuple[str, str], str],
+                exclude_result_id: str = "") -> dict[tuple[str, str], list[list[float]]]:
         """(spec_id, software id) -> the process medians of each finished, clean result of
-        two or more processes stored on `env_id`'s machine, oldest first."""
+        two or more processes stored on `env_id`'s machine, oldest first (`software`: the
+        store's `software_ids`)."""
         env_ids = self.machine_env_ids(env_id)
         if not env_ids:
             return {}
@@ -266,7 +277,6 @@ class ResultStore:
         sql = ("SELECT spec_id, env_id, result_json FROM combined_results WHERE complete = 1 "
                f"AND status = 'ok' AND flagged = 0 AND k >= 2 AND env_id IN ({marks}) "
                "AND result_id != ? ORDER BY rowid")
-        software = self.software_ids()
         groups: dict[tuple[str, str], list[list[float]]] = {}
         for spec_id, env, text in self._conn.execute(sql, (*env_ids, exclude_result_id)):
             medians = json.loads(text).get("process_medians_sps") or []

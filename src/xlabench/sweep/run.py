@@ -278,6 +278,5 @@ def environment_drift(store: ResultStore, tracker: Tracker) -> combine.RunDrift 
     if len(env_ids) != 1:
         return None  # no process yet, or processes from several machines: nothing to pool
     env_id, spec_id = env_ids.pop(), tracker.spec.spec_id()
-    machine = combine.run_drift(store.rerun_groups(env_id, spec_id))
-    own = store.own_reruns(env_id, spec_id, tracker.result_id)
-    return combine.config_drift(own, machine)
+    others, own = store.drift_history(env_id, spec_id, tracker.result_id)
+    return combine.config_drift(own, combine.run_drift(others))
