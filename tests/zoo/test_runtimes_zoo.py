@@ -13,7 +13,10 @@ Conversion is slow (tf2onnx: ~1 s per million parameters here, minutes for NASNe
 `make zoo` converts the smallest variant of each family up to RUNTIME_PARAMS_LIMIT parameters
 (9 models, ~2-3 min on 2 cores; LiteRT's conversions of the same 9 add under a minute); every other
 model is marked `runtimes_heavy` and runs with `make zoo-runtimes` (by hand, about an hour on 2
-cores).
+cores). On a 24 GB machine that run cannot take the six largest (197-350M parameters: the two
+large Swins, mixer_l16, vit_l16, vit_r50_l32, convnext_xlarge): one model's three conversions
+in one process need more, and alone tf2onnx's reaches 23.9 GB and is OOM-killed on five of
+them. docs/coverage.md has them from `bench/runtime_coverage.py`, one runtime per child.
 """
 
 from __future__ import annotations
