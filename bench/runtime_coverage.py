@@ -39,6 +39,7 @@ from coverage_table import merged  # bench/, this script's own folder
 from xlabench.backends import jax as jax_backend
 from xlabench.backends.base import seed_all
 from xlabench.backends.coverage import runtimes_for, try_runtimes
+from xlabench.runner.isolate import oom_kill_count
 from xlabench.zoo import REGISTRY, build_model
 
 BACKEND = keras.backend.backend()
@@ -102,7 +103,7 @@ def _survey_in_child(entry, runtimes: tuple[str, ...], timeout_s: float,
     command = [sys.executable, os.path.abspath(__file__), "--child", entry.name,
                "--runtimes", ",".join(runtimes)]
     command += ["--resolution", str(resolution)] if resolution else []
-    start = time.perf_counter()
+    start, oom_kills_before = time.perf_counter(), oom_kill_count()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
                               check=False)
@@ -112,14 +113,23 @@ def _survey_in_child(entry, runtimes: tuple[str, ...], timeout_s: float,
         lines = done.stdout.strip().splitlines()
         if done.returncode == 0 and lines:
             return json.loads(lines[-1])
-        reason = (f"survey: killed by {signal.Signals(-done.returncode).name}"
-                  + (" (out of memory?)" if done.returncode == -signal.SIGKILL else "")
-                  if done.returncode < 0 else f"survey: exit {done.returncode}: "
-                  + (done.stderr.strip().splitlines() or [""])[-1][:200])
+        oom_killed = oom_kills_before is not None and (oom_kill_count() or 0) > oom_kills_before
+        reason = _death(done.returncode, done.stderr, oom_killed)
     return {"model": entry.name, "family": entry.family, "heavy": entry.heavy,
             "resolution": resolution or entry.rule.smallest(),
             "seconds": time.perf_counter() - start,
             **{r: {"ok": False, "reason": reason} for r in runtimes}}
+
+
+def _death(returncode: int, stderr: str, oom_killer_ran: bool) -> str:
+    """Why a survey child gave no row, in one line."""
+    if returncode >= 0:
+        return f"survey: exit {returncode}: " + (stderr.strip().splitlines() or [""])[-1][:200]
+    reason = f"survey: killed by {signal.Signals(-returncode).name}"
+    if returncode != -signal.SIGKILL:
+        return reason
+    return reason + (" (the kernel's OOM killer: out of host memory)" if oom_killer_ran
+                     else " (out of memory?)")
 
 
 def _surveyed(paths: list[str], runtimes: tuple[str, ...]) -> set[str]:

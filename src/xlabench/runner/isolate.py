@@ -101,6 +101,7 @@ def _wait(
 ) -> tuple[Status | None, str | None]:
     """Run the worker; (None, None) if it exited normally, else a status and reason."""
     env = {**os.environ, **placement.environment()}
+    oom_kills_before = oom_kill_count()
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
@@ -117,7 +118,10 @@ def _wait(
         _kill_group(proc)  # reap anything the worker left running (compile helpers)
     if code == 0:
         return None, None
-    return _exit_status(code, _last_line(log_path))
+    oom_kills_after = oom_kill_count()
+    oom_killer_ran = (oom_kills_before is not None and oom_kills_after is not None
+                      and oom_kills_after > oom_kills_before)
+    return _exit_status(code, _last_line(log_path), oom_killer_ran)
 
 
 def _child_setup(cpus: tuple[int, ...]) -> Callable[[], None]:
@@ -146,9 +150,30 @@ def _prctl() -> Any:
         return None
 
 
-def _exit_status(code: int, last_line: str) -> tuple[Status, str]:
+def oom_kill_count() -> int | None:
+    """How many processes the kernel's OOM killer has ended since boot (`oom_kill` in
+    /proc/vmstat, Linux 4.13+); None where it cannot be read."""
+    try:
+        for line in Path("/proc/vmstat").read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == "oom_kill":
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _exit_status(code: int, last_line: str, oom_killer_ran: bool = False
+                 ) -> tuple[Status, str]:
+    """A worker's abnormal exit as a status and one line. A SIGKILL while the kernel's OOM
+    killer ran is stored as `oom`: the kernel's count says it killed something then, and the
+    worker is the process that died of it (e.g. tf2onnx converting a 200M-parameter model
+    past a 24 GB machine's memory, docs/coverage.md)."""
     if code < 0:
         name = signal.Signals(-code).name
+        if -code == signal.SIGKILL and oom_killer_ran:
+            return Status.OOM, (f"worker killed by {name} while the kernel's OOM killer ran "
+                                "(/proc/vmstat oom_kill rose): out of host memory")
         if -code == signal.SIGKILL:
             return Status.CRASHED, f"worker killed by {name} (out of memory, or killed by hand)"
         return Status.CRASHED, f"worker died of {name}"

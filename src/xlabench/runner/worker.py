@@ -46,7 +46,8 @@ from xlabench.zoo import REGISTRY, build_model
 
 DTYPE_POLICY = {"fp32": "float32", "bf16": "bfloat16", "mixed": "mixed_bfloat16"}
 #: Fault injection for the isolation tests: real crashes and hangs of a real worker, after
-#: the model is built. Values: segfault, hang, exit, memoryerror.
+#: the model is built. Values: segfault, hang, exit, memoryerror, sigkill (as the OOM killer or
+#: a user would end it).
 FAULT_ENV = "XLABENCH_INJECT_FAULT"
 
 
@@ -161,6 +162,8 @@ def _inject_fault(fault: str) -> None:
         os._exit(3)
     elif fault == "memoryerror":
         raise MemoryError("injected: out of host memory")
+    elif fault == "sigkill":
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _time_runner(spec: Spec, backend: Any, runner: Runner) -> dict[str, Any]:
