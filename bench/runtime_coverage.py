@@ -39,7 +39,7 @@ from coverage_table import merged  # bench/, this script's own folder
 from xlabench.backends import jax as jax_backend
 from xlabench.backends.base import seed_all
 from xlabench.backends.coverage import runtimes_for, try_runtimes
-from xlabench.runner.isolate import oom_kill_count
+from xlabench.runner.isolate import oom_kill_count, oom_killer_ran_since
 from xlabench.zoo import REGISTRY, build_model
 
 BACKEND = keras.backend.backend()
@@ -113,8 +113,7 @@ def _survey_in_child(entry, runtimes: tuple[str, ...], timeout_s: float,
         lines = done.stdout.strip().splitlines()
         if done.returncode == 0 and lines:
             return json.loads(lines[-1])
-        oom_killed = oom_kills_before is not None and (oom_kill_count() or 0) > oom_kills_before
-        reason = _death(done.returncode, done.stderr, oom_killed)
+        reason = _death(done.returncode, done.stderr, oom_killer_ran_since(oom_kills_before))
     return {"model": entry.name, "family": entry.family, "heavy": entry.heavy,
             "resolution": resolution or entry.rule.smallest(),
             "seconds": time.perf_counter() - start,

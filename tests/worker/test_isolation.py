@@ -8,7 +8,7 @@ import pytest
 
 from xlabench.core import MeasureSettings, Spec, Status
 from xlabench.runner import Placement, execute
-from xlabench.runner.isolate import _exit_status, oom_kill_count
+from xlabench.runner.isolate import _exit_status, oom_kill_count, oom_killer_ran_since
 from xlabench.runner.worker import FAULT_ENV
 from xlabench.store import ResultStore
 
@@ -60,6 +60,8 @@ def test_a_sigkill_while_the_kernels_oom_killer_ran_is_stored_as_oom() -> None:
     converting mixer_l16 on a 24 GB machine, docs/coverage.md; not reproducible in a test
     without filling the machine's memory)."""
     assert isinstance(oom_kill_count(), int)  # Linux 4.13+: /proc/vmstat has oom_kill
+    assert not oom_killer_ran_since(oom_kill_count()) and not oom_killer_ran_since(None)
+    assert oom_killer_ran_since(oom_kill_count() - 1)  # type: ignore[operator]
     status, reason = _exit_status(-9, "", oom_killer_ran=True)
     assert status is Status.OOM and "OOM killer" in reason and "out of host memory" in reason
     assert _exit_status(-9, "", oom_killer_ran=False)[0] is Status.CRASHED

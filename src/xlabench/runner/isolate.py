@@ -118,10 +118,7 @@ def _wait(
         _kill_group(proc)  # reap anything the worker left running (compile helpers)
     if code == 0:
         return None, None
-    oom_kills_after = oom_kill_count()
-    oom_killer_ran = (oom_kills_before is not None and oom_kills_after is not None
-                      and oom_kills_after > oom_kills_before)
-    return _exit_status(code, _last_line(log_path), oom_killer_ran)
+    return _exit_status(code, _last_line(log_path), oom_killer_ran_since(oom_kills_before))
 
 
 def _child_setup(cpus: tuple[int, ...]) -> Callable[[], None]:
@@ -161,6 +158,13 @@ def oom_kill_count() -> int | None:
     except (OSError, ValueError):
         pass
     return None
+
+
+def oom_killer_ran_since(count_before: int | None) -> bool:
+    """Whether the kernel's OOM killer ended a process since `oom_kill_count()` read
+    `count_before` (False where the count cannot be read)."""
+    count_now = oom_kill_count()
+    return count_before is not None and count_now is not None and count_now > count_before
 
 
 def _exit_status(code: int, last_line: str, oom_killer_ran: bool = False
