@@ -142,9 +142,9 @@ def _v1_database(path: Path, record_factory) -> dict:
     """A database as xlabench wrote it before results had processes (schema 1): the v1
     tables by hand, and a record JSON without the fields v2 added."""
     from xlabench.store.db import record_to_row
-    from xlabench.store.schema import RESULT_COLUMNS, V2_RESULT_COLUMNS
+    from xlabench.store.schema import V1_RESULT_COLUMNS
 
-    v1_columns = RESULT_COLUMNS[: len(RESULT_COLUMNS) - len(V2_RESULT_COLUMNS)]
+    v1_columns = V1_RESULT_COLUMNS
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     conn.execute("CREATE TABLE results (id INTEGER PRIMARY KEY AUTOINCREMENT, "
@@ -175,8 +175,11 @@ def test_a_schema_1_database_loads_as_results_of_one_process(
     path = tmp_path / "v1.db"
     old = _v1_database(path, record_factory)
     with ResultStore(path) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 3
+        assert store.schema_version() == SCHEMA_VERSION == 4
         assert store.get_peaks("e1") == {}  # v3 table made by the migration
+        assert len(store.db_id()) == 16  # v4: the database has an id
+        (device,) = store.rows()
+        assert device["device"] == "a100"  # v4: named from the stored environment
         (record,) = store.records()
         assert record.interference is None and record.process.result_id == ""
         (row,) = store.result_rows()

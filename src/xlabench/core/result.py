@@ -169,6 +169,7 @@ class Result:
     run_ci_high_sps: float | None = None
     drift_rel_sd: float | None = None
     drift_results: int = 0
+    drift_df: float | None = None  # degrees of freedom of the drift estimate (compare needs it)
 
     @property
     def rel_ci_halfwidth(self) -> float | None:

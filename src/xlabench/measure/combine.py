@@ -337,6 +337,7 @@ def combine(
         run_ci_low_sps=run_interval.low, run_ci_high_sps=run_interval.high,
         drift_rel_sd=drift.rel_sd if drift is not None else None,
         drift_results=drift.results if drift is not None else 0,
+        drift_df=drift.df if drift is not None else None,
     )
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from xlabench.core import Record, UserError, utc_now
+from xlabench.core.device import device_name
 from xlabench.core.result import (
     Result,
     ResultPolicy,
@@ -88,6 +90,8 @@ class ResultStore:
         except sqlite3.Error as exc:
             raise UserError(f"cannot open {self.path}: {exc}") from exc
         self._conn.row_factory = sqlite3.Row
+        self._conn.create_function("xlabench_device", 1, _device_of_env_json,
+                                   deterministic=True)
         if exists:
             self._migrate()
         else:
@@ -119,7 +123,7 @@ class ResultStore:
             conn.executemany(
                 "INSERT INTO meta (key, value) VALUES (?, ?)",
                 [("application", APPLICATION), ("schema_version", str(SCHEMA_VERSION)),
-                 ("created_at", utc_now())],
+                 ("created_at", utc_now()), ("db_id", _new_db_id())],
             )
 
     def _migrate(self) -> None:
@@ -131,24 +135,33 @@ class ResultStore:
                 version += 1
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                              (str(version),))
+                conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('db_id', ?)",
+                             (_new_db_id(),))
+
+    def db_id(self) -> str:
+        """This database's id (meta `db_id`): what rows merged from it are marked with."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'db_id'").fetchone()
+        return str(row[0])
 
     def schema_version(self) -> int:
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         return int(row[0])
 
     # ---------------------------------------------------------------- processes
-    def save(self, record: Record, sweep_id: str | None = None) -> int:
+    def save(self, record: Record, sweep_id: str | None = None, label: str | None = None) -> int:
         """Store one record; returns its row id."""
-        return self.save_many([record], sweep_id)[0]
+        return self.save_many([record], sweep_id, label)[0]
 
-    def save_many(self, records: Iterable[Record], sweep_id: str | None = None) -> list[int]:
-        """Store records in one transaction: all of them or none."""
+    def save_many(self, records: Iterable[Record], sweep_id: str | None = None,
+                  label: str | None = None) -> list[int]:
+        """Store records in one transaction: all of them or none. `label` names the run
+        (`--label`), for `compare`."""
         placeholders = ", ".join("?" for _ in COLUMN_NAMES)
         sql = f"INSERT INTO results ({', '.join(COLUMN_NAMES)}) VALUES ({placeholders})"
         ids = []
         with self._transaction() as conn:
             for record in records:
-                row = record_to_row(record, sweep_id)
+                row = record_to_row(record, sweep_id, label)
                 ids.append(conn.execute(sql, [row[c] for c in COLUMN_NAMES]).lastrowid)
         return ids
 
@@ -193,10 +206,11 @@ class ResultStore:
 
     # ------------------------------------------------------------------ results
     def save_result(
-        self, result: Result, policy: ResultPolicy, complete: bool, sweep_id: str | None = None
+        self, result: Result, policy: ResultPolicy, complete: bool, sweep_id: str | None = None,
+        label: str | None = None,
     ) -> None:
         """Store (or update) the combined figure of a result."""
-        row = result_to_row(result, policy, complete, sweep_id)
+        row = result_to_row(result, policy, complete, sweep_id, label)
         placeholders = ", ".join("?" for _ in COMBINED_NAMES)
         sql = (f"INSERT OR REPLACE INTO combined_results ({', '.join(COMBINED_NAMES)}) "
                f"VALUES ({placeholders})")
@@ -353,7 +367,21 @@ class ResultStore:
                 )
 
 
-def record_to_row(record: Record, sweep_id: str | None) -> dict[str, Any]:
+def _new_db_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def _device_of_env_json(text: str | None) -> str:
+    """`core.device.device_name` of a stored environment (the migration's SQL function)."""
+    try:
+        env = json.loads(text or "{}")
+    except ValueError:
+        env = {}
+    return device_name(env if isinstance(env, dict) else {})
+
+
+def record_to_row(record: Record, sweep_id: str | None, label: str | None = None
+                  ) -> dict[str, Any]:
     """The flat columns of a record; the whole record goes in `record_json`."""
     spec, tp, lat = record.spec, record.throughput, record.latency
     par, warm, costs, mem = record.parity, record.warmup, record.costs, record.memory
@@ -383,7 +411,8 @@ def record_to_row(record: Record, sweep_id: str | None) -> dict[str, Any]:
         "parity_max_abs_diff": par and par.max_abs_diff,
         "parity_max_rel_diff": par and par.max_rel_diff,
         "synced": int(bool(record.sync)), "sweep_id": sweep_id,
-        "record_json": record.to_json(),
+        "record_json": record.to_json(), "device": device_name(record.env), "label": label,
+        "origin_db": None,
         **_process_columns(record),
     }
 
@@ -435,7 +464,8 @@ def _process_columns(record: Record) -> dict[str, Any]:
 
 
 def result_to_row(
-    result: Result, policy: ResultPolicy, complete: bool, sweep_id: str | None
+    result: Result, policy: ResultPolicy, complete: bool, sweep_id: str | None,
+    label: str | None = None,
 ) -> dict[str, Any]:
     return {
         "result_id": result.result_id, "spec_id": result.spec_id, "env_id": result.env_id,
@@ -447,5 +477,5 @@ def result_to_row(
         "target_met": int(result.target_met), "flagged": int(result.flagged),
         "flag_reason": result.flag_reason,
         "policy_json": json.dumps(policy.to_dict(), sort_keys=True),
-        "result_json": result.to_json(),
+        "result_json": result.to_json(), "label": label, "origin_db": None,
     }

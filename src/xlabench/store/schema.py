@@ -6,7 +6,7 @@ Record as JSON (raw samples, environment) so nothing measured is ever lost.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APPLICATION = "xlabench"
 
 #: Flat columns of `results` derived from a Record, in order, with their SQL types.
@@ -60,9 +60,17 @@ RESULT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("interference_other_pct", "REAL"),
     ("interference_steal_pct", "REAL"),
     ("interference_flagged", "INTEGER"),
+    # v4: the device named for people (`core.device.device_name`: a GPU's short name, a CPU's
+    # model, microarchitecture and cores), the run's label (`--label`), and the database a
+    # merged row was measured into (NULL: this one; `store.merge`).
+    ("device", "TEXT"),
+    ("label", "TEXT"),
+    ("origin_db", "TEXT"),
 )
-#: Columns added by v2 (the migration adds them to a v1 table).
-V2_RESULT_COLUMNS = RESULT_COLUMNS[-6:]
+#: Columns of a v1 table, and those v2 and v4 added (the migrations add them).
+V1_RESULT_COLUMNS = RESULT_COLUMNS[:-9]
+V2_RESULT_COLUMNS = RESULT_COLUMNS[-9:-3]
+V4_RESULT_COLUMNS = RESULT_COLUMNS[-3:]
 
 #: One row per result: the combined figure of its processes (the Result as JSON beside it).
 COMBINED_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -86,9 +94,16 @@ COMBINED_COLUMNS: tuple[tuple[str, str], ...] = (
     ("flag_reason", "TEXT NOT NULL"),
     ("policy_json", "TEXT NOT NULL"),
     ("result_json", "TEXT NOT NULL"),
+    # v4: as in `results`
+    ("label", "TEXT"),
+    ("origin_db", "TEXT"),
 )
+V4_COMBINED_COLUMNS = COMBINED_COLUMNS[-2:]
 _COMBINED_TABLE = ("CREATE TABLE combined_results ("
                    + ", ".join(f"{name} {kind}" for name, kind in COMBINED_COLUMNS) + ")")
+#: The table as v2 made it: the v1 -> v2 migration must not add v4's columns.
+_COMBINED_TABLE_V2 = ("CREATE TABLE combined_results ("
+                      + ", ".join(f"{name} {kind}" for name, kind in COMBINED_COLUMNS[:-2]) + ")")
 _COMBINED_INDEX = "CREATE INDEX combined_spec ON combined_results (spec_id, env_id)"
 _RESULT_INDEX = "CREATE INDEX results_result ON results (result_id)"
 # v3: the device's measured peak (matmul GFLOP/s per dtype), once per environment: every
@@ -96,6 +111,13 @@ _RESULT_INDEX = "CREATE INDEX results_result ON results (result_id)"
 _PEAKS_TABLE = ("CREATE TABLE device_peaks (env_id TEXT NOT NULL, dtype TEXT NOT NULL, "
                 "gflops_s REAL NOT NULL, method_json TEXT NOT NULL, created_at TEXT NOT NULL, "
                 "PRIMARY KEY (env_id, dtype))")
+
+# v4: every database has an id (meta `db_id`), so rows merged from it keep where they came
+# from and merging it twice is recognised; `merges` lists what was merged in, when.
+_MERGES_TABLE = ("CREATE TABLE merges (source_db_id TEXT NOT NULL, source_path TEXT NOT NULL, "
+                 "merged_at TEXT NOT NULL, processes INTEGER NOT NULL, results INTEGER NOT NULL, "
+                 "summary_json TEXT NOT NULL)")
+_LABEL_INDEX = "CREATE INDEX results_label ON results (label)"
 
 CREATE_STATEMENTS: tuple[str, ...] = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -112,15 +134,27 @@ CREATE_STATEMENTS: tuple[str, ...] = (
     _COMBINED_INDEX,
     _RESULT_INDEX,
     _PEAKS_TABLE,
+    _MERGES_TABLE,
+    _LABEL_INDEX,
 )
 
 #: MIGRATIONS[v] upgrades a database at version v to v + 1.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
         *(f"ALTER TABLE results ADD COLUMN {name} {kind}" for name, kind in V2_RESULT_COLUMNS),
-        _COMBINED_TABLE,
+        _COMBINED_TABLE_V2,
         _COMBINED_INDEX,
         _RESULT_INDEX,
     ),
     2: (_PEAKS_TABLE,),
+    # `xlabench_device` is registered on the connection by the store (`core.device`): old
+    # rows get the name their stored environment gives.
+    3: (
+        *(f"ALTER TABLE results ADD COLUMN {name} {kind}" for name, kind in V4_RESULT_COLUMNS),
+        *(f"ALTER TABLE combined_results ADD COLUMN {name} {kind}"
+          for name, kind in V4_COMBINED_COLUMNS),
+        "UPDATE results SET device = xlabench_device(json_extract(record_json, '$.env'))",
+        _MERGES_TABLE,
+        _LABEL_INDEX,
+    ),
 }
