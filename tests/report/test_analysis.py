@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,7 +28,6 @@ from xlabench.analysis import (
     mobilenet_family,
     parity_failures,
     rank,
-    results_frame,
     slower_than,
     speedup_by_family,
     speedup_by_kind,
@@ -38,19 +38,45 @@ from xlabench.analysis import (
 )
 from xlabench.core import Costs, Record, Status, Throughput, UserError
 from xlabench.core.record import Interference, ProcessInfo
+from xlabench.core.result import ResultPolicy
 from xlabench.measure import combine
 from xlabench.store import ResultStore
-from xlabench.store.db import record_to_row
+from xlabench.sweep.run import stored_drift
 
 TF = Comparison()
 
 
 def frame(records: list[Record]) -> pd.DataFrame:
-    """The analysis frame of `records`, without a db (ids in list order)."""
-    rows = []
-    for i, record in enumerate(records, start=1):
-        rows.append({"id": i, **record_to_row(record, None)})
-    return results_frame(rows)
+    """The analysis frame of `records` stored as a sweep stores them, in list order: a
+    result's processes, then its figure (`combine.combine`, with the between-run variation
+    the store holds at that moment, `sweep.run.stored_drift`), then the next result's."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "frame.db"
+        with ResultStore(path) as store:
+            for result_id, processes in _by_result(records):
+                store.save_many(processes)
+                if result_id:
+                    _store_figure(store, result_id, ResultPolicy())
+        return load_results(path)
+
+
+def _by_result(records: list[Record]) -> list[tuple[str, list[Record]]]:
+    """Consecutive records of one result together; records without a result id alone."""
+    groups: list[tuple[str, list[Record]]] = []
+    for record in records:
+        result_id = record.process.result_id
+        if result_id and groups and groups[-1][0] == result_id:
+            groups[-1][1].append(record)
+        else:
+            groups.append((result_id, [record]))
+    return groups
+
+
+def _store_figure(store: ResultStore, result_id: str, policy: ResultPolicy) -> None:
+    processes = store.processes(result_id)
+    drift = stored_drift(store, processes[0].env_id, processes[0].spec_id, result_id)
+    store.save_result(combine.combine(processes, result_id, policy, drift=drift), policy,
+                      complete=True)
 
 
 @pytest.fixture(scope="module")
@@ -113,17 +139,12 @@ def test_latest_run_of_a_configuration_wins() -> None:
     assert top_models(results, TF)["throughput_sps"].tolist() == [150.0]
 
 
-def test_repeats_of_a_configuration_are_combined() -> None:
+def test_repeats_of_a_configuration_are_results_of_their_own() -> None:
     runs = [make_record(throughput=t, repeat=r) for r, t in enumerate((100.0, 130.0, 90.0))]
-    runs.append(make_record(throughput=120.0, repeat=2))  # a re-run of repeat 2 replaces it
+    runs.append(make_record(throughput=120.0, repeat=2))  # a re-run of repeat 2
     (row,) = top_models(frame(runs), TF).to_dict("records")
-    # each repeat is a process of the configuration's result: the geometric mean of 100, 130
-    # and 120 with the t interval of their logs (2 df)
-    expected = combine.log_t_interval([100.0, 130.0, 120.0])
-    assert row["throughput_sps"] == pytest.approx(expected.estimate)
-    assert row["throughput_sps_ci_low"] == pytest.approx(expected.low)
-    assert row["throughput_sps_ci_high"] == pytest.approx(expected.high)
-    assert (row["repeats"], row["processes"], row["ci_confidence"]) == (3, 3, 0.95)
+    # the latest result of the configuration is shown as it is: no figure pools repeats
+    assert row["throughput_sps"] == 120.0 and row["processes"] == 1
 
 
 def _process(throughput: float, result_id: str, index: int, other_frac: float = 0.01) -> Record:
@@ -133,24 +154,46 @@ def _process(throughput: float, result_id: str, index: int, other_frac: float = 
         interference=figures, process=ProcessInfo(result_id=result_id, index=index, round=index))
 
 
-def test_processes_of_a_result_are_combined_without_the_flagged_ones() -> None:
+def stored_frame(path: Path, records: list[Record],
+                 policy: ResultPolicy | None = None) -> pd.DataFrame:
+    """`records` stored as `frame` stores them, under `policy`, in the database `path`."""
+    with ResultStore(path) as store:
+        for result_id, processes in _by_result(records):
+            store.save_many(processes)
+            if result_id:
+                _store_figure(store, result_id, policy or ResultPolicy())
+    return load_results(path)
+
+
+def test_processes_of_a_result_are_combined_without_the_flagged_ones(tmp_path: Path) -> None:
     old = [_process(t, "r-old", i) for i, t in enumerate((50.0, 52.0, 51.0))]
     new = [_process(100.0, "r-new", 0), _process(10.0, "r-new", 1, other_frac=0.5),
            _process(104.0, "r-new", 2), _process(98.0, "r-new", 3)]
-    (row,) = top_models(frame(old + new), TF).to_dict("records")
+    results = stored_frame(tmp_path / "r.db", old + new)
+    (row,) = top_models(results, TF).to_dict("records")
     expected = combine.log_t_interval([100.0, 104.0, 98.0])  # the latest result, clean only
     assert row["throughput_sps"] == pytest.approx(expected.estimate)
     assert (row["processes"], row["processes_total"], row["processes_flagged"]) == (3, 4, 1)
     assert not row["flagged"] and row["between_processes"]
 
 
-def test_a_result_left_with_too_few_clean_processes_is_flagged() -> None:
+def test_a_result_left_with_too_few_clean_processes_is_flagged(tmp_path: Path) -> None:
     runs = [_process(100.0, "r1", 0), _process(20.0, "r1", 1, other_frac=0.4),
             _process(30.0, "r1", 2, other_frac=0.6)]
-    (row,) = top_models(frame(runs), TF).to_dict("records")
+    (row,) = top_models(stored_frame(tmp_path / "r.db", runs), TF).to_dict("records")
     assert row["throughput_sps"] == 100.0 and row["processes"] == 1
     assert row["flagged"] and "interference" in row["flag_reason"]
     assert not row["between_processes"] and row["ci_confidence"] == pytest.approx(0.97)
+
+
+def test_a_result_is_flagged_by_its_own_policy(tmp_path: Path) -> None:
+    # two clean processes and one flagged: short of the default policy's three, enough for
+    # a result stored under a policy of two; the report follows the stored result's policy
+    runs = [_process(100.0, "r1", 0), _process(102.0, "r1", 1),
+            _process(20.0, "r1", 2, other_frac=0.4)]
+    (row,) = top_models(stored_frame(tmp_path / "r.db", runs, ResultPolicy(min_processes=2)),
+                        TF).to_dict("records")
+    assert row["processes"] == 2 and not row["flagged"]
 
 
 def test_one_process_from_an_old_database_is_a_result_of_one() -> None:

@@ -18,6 +18,7 @@ from xlabench.core.record import ProcessInfo
 from xlabench.core.result import ResultPolicy
 from xlabench.measure import combine, stats
 from xlabench.store import ResultStore
+from xlabench.sweep.run import stored_drift
 
 SEED = 20261201
 
@@ -114,7 +115,8 @@ def test_combine_keeps_the_run_interval_and_judges_the_target_on_it() -> None:
 
 
 def _stored_result(store: ResultStore, spec_seed: int, result_id: str, medians: list[float],
-                   flagged_last: bool = False, complete: bool = True) -> str:
+                   flagged_last: bool = False, complete: bool = True,
+                   as_the_sweep: bool = False) -> str:
     records = []
     for index, sps in enumerate(medians):
         other = 0.5 if flagged_last and index == len(medians) - 1 else 0.0
@@ -123,7 +125,9 @@ def _stored_result(store: ResultStore, spec_seed: int, result_id: str, medians: 
         store.save(record)
         records.append(record)
     policy = ResultPolicy(min_processes=len(medians))
-    result = combine.combine(records, result_id, policy, env_id=records[0].env_id)
+    drift = (stored_drift(store, records[0].env_id, records[0].spec_id, result_id)
+             if as_the_sweep else None)
+    result = combine.combine(records, result_id, policy, env_id=records[0].env_id, drift=drift)
     store.save_result(result, policy, complete=complete)
     return records[0].spec_id
 
@@ -303,13 +307,13 @@ def test_the_store_gives_a_configurations_own_re_runs_but_the_result_itself(
             [[[50.0, 51.0, 49.0], [40.0, 41.0, 39.0]]], [[100.0, 101.0, 99.0]])
 
 
-def test_the_analysis_gives_each_result_its_own_earlier_re_runs_only(tmp_path: Path) -> None:
-    """The report re-estimates each interval as the sweep stored it: a result's own
-    configuration counts with the results before it, never with itself or later ones."""
+def test_the_analysis_shows_each_result_as_the_sweep_stored_it(tmp_path: Path) -> None:
+    """The report reads each interval as the sweep stored it: a result's own configuration
+    counts with the results before it, never with itself or later ones."""
     with ResultStore(tmp_path / "r.db") as store:
         for index, medians in enumerate(([100.0, 101.0, 99.0], [80.0, 81.0, 79.0],
                                          [120.0, 119.0, 121.0], [100.0, 99.0, 101.0])):
-            _stored_result(store, 1, f"ra{index}", medians)
+            _stored_result(store, 1, f"ra{index}", medians, as_the_sweep=True)
     rows = select.every_result(load_results(tmp_path / "r.db"))
     assert list(rows["drift_rel_sd"].isna()) == [True, True, True, False]
     own = [[100.0, 101.0, 99.0], [80.0, 81.0, 79.0], [120.0, 119.0, 121.0]]

@@ -1,7 +1,11 @@
 """Stored results as one pandas DataFrame: flat columns, plus what analysis needs from the JSON.
 
 Derived columns (beside every flat column of `results` and its `id`):
-    device: the accelerator the run used (``a100``, ``cpu``...), the report's name for it.
+    device: what the run used, named by `core.device.device_name` when it was stored (a GPU's
+        short name, ``a100``; a CPU's model, microarchitecture and cores,
+        ``AMD EPYC (Zen 4) ×2``): the report's per-device findings group by it.
+    figure: the Result the run's result was stored with (`combined_results`), None where
+        none was: the one figure of a result that every reader shows (`select.every_result`).
     origin: ``local`` (measured by xlabench) or ``published`` (imported from a CSV).
     provenance: a short text for tables, e.g. ``published (study.csv; unsynced, no CI)``.
     gmacs_per_image / gflops_per_image / params_m: costs in the units tables show.
@@ -9,7 +13,11 @@ Derived columns (beside every flat column of `results` and its `id`):
     ci_confidence: the confidence one process's own interval achieves.
     runner: python, or native (timed by xlabench-native): part of what a configuration is.
     measured_peak_fp32_gflops_s / measured_peak_bf16_gflops_s: the matmul peak measured once
-        for the row's environment (`measure.peak`, table `device_peaks`); NaN if none.
+        for the row's environment (`measure.peak`, table `device_peaks`): the best GEMM
+        library's; NaN if none. peak_fp32_library / peak_bf16_library: which library that
+        was ("" if none); theoretical_peak_fp32_gflops_s / theoretical_peak_bf16_gflops_s:
+        the CPU's theoretical peak stored with it (`core.cpu`), NaN if none.
+    cpu_threads: the CPUs the worker could use (its record's environment), NaN if unknown.
     compile_stages_s: the record's named compile stages in seconds (a dict; native records:
         export, package, native_load, native_prepare), {} where none were stored.
     same_compiler: native records: whether xlabench-native runs the compiler the Python
@@ -21,12 +29,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
-from xlabench.core.result import machine_id, software_id
+from xlabench.core.result import Result, machine_id, software_id
 from xlabench.store import ResultStore
 from xlabench.store.schema import RESULT_COLUMNS
 
@@ -36,7 +44,8 @@ IMPORT_PREFIX = "import:"
 DERIVED_COLUMNS = (
     "device", "origin", "provenance", "gmacs_per_image", "gflops_per_image", "params_m",
     "steps_per_sample", "sample_sps", "measured_peak_fp32_gflops_s",
-    "measured_peak_bf16_gflops_s",
+    "measured_peak_bf16_gflops_s", "peak_fp32_library", "peak_bf16_library",
+    "theoretical_peak_fp32_gflops_s", "theoretical_peak_bf16_gflops_s", "cpu_threads",
 )
 #: Measured peaks by environment id, then dtype: `ResultStore.all_peaks()`.
 Peaks = dict[str, dict[str, dict[str, Any]]]
@@ -56,28 +65,45 @@ def load_results(db_path: str | os.PathLike[str]) -> pd.DataFrame:
     with ResultStore(db_path) as store:
         rows = store.rows_with_records()
         peaks = store.all_peaks()
-    return results_frame(rows, peaks)
+        figures = {result.result_id: result for result in store.combined()}
+    return results_frame(rows, peaks, figures)
 
 
-def results_frame(rows: Iterable[dict[str, Any]], peaks: Peaks | None = None) -> pd.DataFrame:
+def results_frame(rows: Iterable[dict[str, Any]], peaks: Peaks | None = None,
+                  figures: Mapping[str, Result] | None = None) -> pd.DataFrame:
     """The analysis frame from `ResultStore.rows_with_records()`-style dicts, with the
-    measured peaks of each row's environment from `peaks` (`ResultStore.all_peaks()`)."""
+    measured peaks of each row's environment from `peaks` (`ResultStore.all_peaks()`) and
+    each result's stored figure from `figures` (`ResultStore.combined()` by result id)."""
+    figures = figures or {}
     flat_rows = [_flatten(row) for row in rows]
+    for row in flat_rows:
+        row["figure"] = figures.get(row.get("result_id") or "")
     columns = ["id", *(name for name, _ in _FLAT), "steps_per_sample", "sample_s", "misbuilt",
                "ci_confidence", "runner", "compile_stages_s", "machine_id", "software_id",
-               "same_compiler"]
+               "same_compiler", "figure", "cpu_threads"]
     frame = pd.DataFrame(flat_rows, columns=columns)
     frame = _typed(frame)
     return _with_peaks(_derive(frame), peaks or {})
 
 
 def _with_peaks(frame: pd.DataFrame, peaks: Peaks) -> pd.DataFrame:
-    columns = {
-        f"measured_peak_{dtype}_gflops_s": frame["env_id"].map(
-            lambda env, dtype=dtype: (peaks.get(str(env), {}).get(dtype) or {}).get(
-                "gflops_s", float("nan"))).astype("float64")
-        for dtype in PEAK_DTYPES
-    }
+    def method(dtype: str, key: str, default: Any) -> pd.Series:
+        def one(env: Any) -> Any:
+            value = (peaks.get(str(env), {}).get(dtype) or {}).get(key)
+            return default if value is None else value
+
+        return frame["env_id"].map(one)
+
+    columns: dict[str, pd.Series] = {}
+    for dtype in PEAK_DTYPES:
+        columns[f"measured_peak_{dtype}_gflops_s"] = method(
+            dtype, "gflops_s", float("nan")).astype("float64")
+        # Peaks stored before libraries were compared are torch's (`MatmulPeak.from_dict`).
+        library = method(dtype, "library", "torch").astype(object)
+        columns[f"peak_{dtype}_library"] = library.where(
+            columns[f"measured_peak_{dtype}_gflops_s"].notna(), "")
+        columns[f"theoretical_peak_{dtype}_gflops_s"] = method(
+            dtype, "theoretical_gflops_s", float("nan")).astype("float64")
     return frame.assign(**columns)
 
 
@@ -95,13 +121,15 @@ def _flatten(row: dict[str, Any]) -> dict[str, Any]:
     stages = (record.get("warmup") or {}).get("compile_stages_s") or {}
     flat["compile_stages_s"] = {str(k): float(v) for k, v in stages.items()}
     flat["same_compiler"] = (record.get("backend_info") or {}).get("same_compiler")
+    threads = (record.get("env") or {}).get("cpu_threads")
+    flat["cpu_threads"] = threads if isinstance(threads, int | float) and threads else None
     return flat
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     """SQL types to pandas ones, so an empty db gives the same dtypes as a full one."""
     types: dict[str, Any] = {"id": "int64", "steps_per_sample": "float64",
-                             "ci_confidence": "float64"}
+                             "ci_confidence": "float64", "cpu_threads": "float64"}
     for name, kind in _FLAT:
         if kind.startswith("REAL") or kind == "INTEGER":
             types[name] = "float64"  # nullable numbers: NaN marks "not measured"
@@ -122,7 +150,7 @@ def _derive(frame: pd.DataFrame) -> pd.DataFrame:
     # XLA's cost analysis counts every op; without it, 2 FLOPs per multiply-accumulate.
     flops = frame["flops_per_image"].fillna(2 * frame["macs_per_image"])
     return frame.assign(
-        device=frame["accelerator"],
+        device=frame["device"].where(frame["device"].notna(), frame["accelerator"]),
         origin=published.map({True: "published", False: "local"}).astype(object),
         provenance=[_provenance(s, m) for s, m in zip(frame["source"], frame["misbuilt"],
                                                       strict=True)],

@@ -27,6 +27,10 @@ OTHER_BUSY_MAX_FRAC = 0.10
 STEAL_MAX_FRAC = 0.05
 #: Confidence of every between-process interval we compute.
 CONFIDENCE = 0.95
+#: How a one-process figure's interval was made (a result of one process, or a row from
+#: before results had processes): that process's own, which says nothing about other processes.
+ONE_PROCESS_METHOD = ("one process: order-statistic interval of its own samples "
+                      "(no between-process spread)")
 #: Set by the scheduler for one worker process: its relaxed sampling target (a fraction).
 SAMPLING_TARGET_ENV = "XLABENCH_SAMPLING_TARGET"
 

@@ -14,6 +14,7 @@ from typing import Any
 from xlabench.core import Record, UserError, utc_now
 from xlabench.core.device import device_name
 from xlabench.core.result import (
+    ONE_PROCESS_METHOD,
     Result,
     ResultPolicy,
     interference_reason,
@@ -424,7 +425,7 @@ def _legacy_result_row(row: dict[str, Any]) -> dict[str, Any]:
     flat["runner"] = _runner(row)
     why = interference_reason(Record.from_dict(record).interference) if row["result_id"] else None
     return {**flat, "processes": "1", "ci_confidence": throughput.get("ci_confidence"),
-            "ci_method": "one process: order-statistic interval of its own samples",
+            "ci_method": ONE_PROCESS_METHOD,
             "interference": why or ""}
 
 

@@ -31,7 +31,7 @@ def study_row(row: dict[str, Any]) -> dict[str, Any]:
         "model_variant": row["model"],
         "resolution": row["resolution"],
         "xla": bool(row["compiled"]),
-        "accelerator": row["accelerator"],
+        "accelerator": row.get("device") or row["accelerator"],  # a CPU named by what it is
         "flop (giga)": "" if macs is None else round(macs / 1e9, 2),
         "params (million)": "" if params is None else round(params / 1e6, 2),
         "throughput (samples/sec)": round(row["throughput_sps"], 2),
@@ -46,7 +46,8 @@ def study_csv(rows: Iterable[dict[str, Any]]) -> str:
 
 RESULT_CSV_COLUMNS = (
     "id", "result_id", "spec_id", "env_id", "model", "family", "kind", "backend", "mode",
-    "resolution", "batch_size", "precision", "accelerator", "status", "error", "processes",
+    "resolution", "batch_size", "precision", "accelerator", "device", "label", "origin_db",
+    "status", "error", "processes",
     "throughput_sps", "throughput_sps_ci_low", "throughput_sps_ci_high", "ci_confidence",
     "ci_method", "precision_target_met", "interference", "latency_ms_p50", "latency_ms_p99",
     "compile_s", "parity_passed", "params", "macs_per_image", "source",

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from xlabench.core import Record
+from xlabench.core.device import device_name
 
 Warn = Callable[[str], None]
 WANDB_PROJECT = "xlabench"
@@ -44,7 +45,7 @@ def run_config(record: Record, sweep_id: str) -> dict[str, Any]:
         "resolution": spec.resolution, "batch_size": spec.batch_size,
         "precision": spec.precision, "weights": spec.weights, "tf32": spec.tf32,
         "seed": spec.seed, "repeat": spec.repeat,
-        "device": record.env.get("accelerator", "unknown"), "status": record.status.value,
+        "device": device_name(record.env), "status": record.status.value,
         "error": record.error or "", "spec_id": record.spec_id, "env_id": record.env_id,
         "sweep_id": sweep_id,
         "interference_flagged": bool(record.provenance.get("interference_flagged", False)),
