@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -129,6 +130,7 @@ class ResultStore:
 
     def _migrate(self) -> None:
         version = self.schema_version()
+        old_id = legacy_db_id(self._conn) if version < SCHEMA_VERSION else ""
         while version < SCHEMA_VERSION:
             with self._transaction() as conn:
                 for statement in MIGRATIONS[version]:
@@ -137,7 +139,7 @@ class ResultStore:
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                              (str(version),))
                 conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('db_id', ?)",
-                             (_new_db_id(),))
+                             (old_id,))
 
     def db_id(self) -> str:
         """This database's id (meta `db_id`): what rows merged from it are marked with."""
@@ -370,6 +372,20 @@ class ResultStore:
 
 def _new_db_id() -> str:
     return uuid.uuid4().hex[:16]
+
+
+#: The id of a database made before databases had ids starts with this.
+LEGACY_PREFIX = "legacy"
+
+
+def legacy_db_id(conn: sqlite3.Connection) -> str:
+    """The id of a database from before ids, from what never changes in it (its creation
+    time and its first row): the same whether the migration gives it or `store.merge` reads
+    an unmigrated copy read-only, so merging it before and after it was opened agrees."""
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    first = conn.execute("SELECT record_json FROM results ORDER BY id LIMIT 1").fetchone()
+    text = json.dumps([meta.get("created_at"), first[0] if first else None])
+    return LEGACY_PREFIX + hashlib.sha256(text.encode()).hexdigest()[:16 - len(LEGACY_PREFIX)]
 
 
 def _device_of_env_json(text: str | None) -> str:
