@@ -182,10 +182,10 @@ def test_gflops_finding_says_which_peak_each_row_used(tmp_path: Path) -> None:
     sources = dict(zip(runs.frame["model"], runs.frame["peak_source"], strict=True))
     assert sources == {"c": "measured matmul fp32", "g": "datasheet"}
     (chart,) = gflops.charts
-    assert "datasheet (a100)" in chart.note and "measured matmul fp32 (cpu)" in chart.note
+    assert "datasheet (a100)" in chart.note and "measured matmul fp32 (test cpu)" in chart.note
     assert {line.y for line in chart.hlines} == {19500.0, 1640.0}
     measured = peaks.frame[peaks.frame["peak_source"] == "measured matmul fp32"]
-    assert measured[["device", "peak_tflops"]].values.tolist() == [["cpu", 1.64]]
+    assert measured[["device", "peak_tflops"]].values.tolist() == [["test cpu", 1.64]]
 
 
 def test_write_report_to_a_new_nested_folder(tmp_path: Path) -> None:

@@ -40,22 +40,48 @@ def achieved_gflops(results: pd.DataFrame) -> pd.DataFrame:
     Achieved = FLOPs per image x throughput, with XLA's cost-analysis FLOPs where stored and
     2 x MACs otherwise (`flops_source` says which). GPUs: the FP32 datasheet peak, for fp32
     runs with TF32 off. CPUs: the matmul peak measured for the row's environment in the row's
-    dtype (fp32; bf16 for bf16 and mixed). `peak_source` says which ("" when there is none).
+    dtype (fp32; bf16 for bf16 and mixed): the best of the GEMM libraries installed
+    (`peak_library` names it), with the CPU's theoretical peak beside it
+    (`theoretical_peak_gflops_s`: FMA units x lanes x 2 x cores x clock, NaN if unknown).
+    `peak_source` says which peak a row used ("" when there is none).
+
+    A share is never above 100%: where a row achieves more than its peak, `pct_of_peak` is
+    NaN and `peak_note` says so (the FLOP count, the precision actually executed or the peak
+    itself is off); "" elsewhere. `sps_per_core`: CPU rows' throughput per CPU the worker
+    could use (`cpu_threads`), NaN elsewhere.
     """
     runs = latest_per_config(results)
     runs = runs[runs["gflops_per_image"].notna()]
     datasheet = _datasheet_peak(runs)
-    measured, measured_source = _measured_peak(runs)
+    measured = _measured_peak(runs)
     use_datasheet = datasheet.notna()
-    peak = datasheet.where(use_datasheet, measured)
+    peak = datasheet.where(use_datasheet, measured["peak"])
     source = pd.Series(PEAK_DATASHEET, index=runs.index, dtype=object).where(
-        use_datasheet, measured_source).where(peak.notna(), "")
+        use_datasheet, measured["source"]).where(peak.notna(), "")
+    library = measured["library"].where(~use_datasheet, "")
     achieved = runs["gflops_per_image"] * runs["throughput_sps"]
+    above = (achieved > peak).fillna(False).astype(bool)
+    notes = [_above_peak_note(p, s, lib) if a else ""
+             for a, p, s, lib in zip(above, peak, source, library, strict=True)]
+    on_cpu = runs["accelerator"] == "cpu"
+    cores = (runs["cpu_threads"] if "cpu_threads" in runs
+             else pd.Series(float("nan"), index=runs.index)).astype("float64")
     return runs.assign(
-        achieved_gflops_s=achieved, peak_gflops_s=peak, pct_of_peak=100 * achieved / peak,
-        peak_source=source,
+        achieved_gflops_s=achieved, peak_gflops_s=peak,
+        pct_of_peak=(100 * achieved / peak).where(~above), peak_source=source,
+        peak_note=pd.Series(notes, index=runs.index, dtype=object), peak_library=library,
+        theoretical_peak_gflops_s=measured["theoretical"].where(~use_datasheet),
+        sps_per_core=(runs["throughput_sps"] / cores.where(cores > 0)).where(on_cpu),
         flops_source=runs["flops_per_image"].notna().map({True: "xla cost", False: "2 x MACs"}),
     ).sort_values(["device", "achieved_gflops_s"], ascending=[True, False]).reset_index(drop=True)
+
+
+def _above_peak_note(peak: float, source: str, library: str) -> str:
+    """What a row above its peak says in place of a share above 100%."""
+    kind = "datasheet" if source == PEAK_DATASHEET else "measured"
+    by = f", {library}" if library else ""
+    return (f"above the {kind} peak ({peak:.0f} GFLOP/s{by}): the FLOP count, the precision "
+            "actually executed or the peak itself may be off")
 
 
 def _datasheet_peak(runs: pd.DataFrame) -> pd.Series:
@@ -65,19 +91,27 @@ def _datasheet_peak(runs: pd.DataFrame) -> pd.Series:
     return peak.where(plain_fp32).astype("float64")
 
 
-def _measured_peak(runs: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
-    """The measured matmul peak of CPU rows in their dtype, and its source name; NaN / ""
-    elsewhere (the measurement is of the CPU: a GPU row is never read against it)."""
-    peak = pd.Series(float("nan"), index=runs.index, dtype="float64")
-    source = pd.Series("", index=runs.index, dtype=object)
+def _measured_peak(runs: pd.DataFrame) -> pd.DataFrame:
+    """CPU rows' measured matmul peak in their dtype (`peak`), its source name (`source`),
+    the library that reached it (`library`) and the CPU's theoretical peak in that dtype
+    (`theoretical`); NaN / "" elsewhere (the measurement is of the CPU: a GPU row is never
+    read against it)."""
+    nan = pd.Series(float("nan"), index=runs.index, dtype="float64")
+    empty = pd.Series("", index=runs.index, dtype=object)
+    found = pd.DataFrame({"peak": nan, "source": empty, "library": empty, "theoretical": nan})
     for precision, dtype in MEASURED_PEAK_DTYPE.items():
         column = f"measured_peak_{dtype}_gflops_s"
         if column not in runs:
             continue
-        rows = (runs["device"] == "cpu") & (runs["precision"] == precision) & runs[column].notna()
-        peak = peak.where(~rows, runs[column])
-        source = source.where(~rows, f"measured matmul {dtype}")
-    return peak, source
+        rows = ((runs["accelerator"] == "cpu") & (runs["precision"] == precision)
+                & runs[column].notna())
+        found["peak"] = found["peak"].where(~rows, runs[column])
+        found["source"] = found["source"].where(~rows, f"measured matmul {dtype}")
+        for key, stored in (("library", f"peak_{dtype}_library"),
+                            ("theoretical", f"theoretical_peak_{dtype}_gflops_s")):
+            if stored in runs:
+                found[key] = found[key].where(~rows, runs[stored])
+    return found
 
 
 def throughput_vs_batch_size(results: pd.DataFrame) -> pd.DataFrame:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from xlabench.core import Record
+from xlabench.core.device import device_name
 from xlabench.core.result import Result, interference_reason
 from xlabench.store import ResultStore
 
@@ -130,7 +131,8 @@ def format_record(record: Record, db: str | None = None) -> str:
         lines.append(f"  peak memory: host {mem.peak_host_mb:.0f} MB{device}")
     if record.env:
         env = record.env
-        lines.append(f"  on {env.get('accelerator', '?')} ({env.get('cpu_model', '?')})")
+        host = "" if env.get("accelerator") == "cpu" else f" ({env.get('cpu_model', '?')})"
+        lines.append(f"  on {device_name(env)}{host}")
     if db:
         lines.append(f"  stored in {db}")
     return "\n".join(lines)

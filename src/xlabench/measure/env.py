@@ -17,6 +17,8 @@ import subprocess
 from functools import lru_cache
 from typing import Any
 
+from xlabench.core.cpu import read_cpu_facts
+
 PACKAGES = ("keras", "keras-hub", "tensorflow", "jax", "jaxlib", "torch", "numpy", "openvino",
             "onnxruntime", "onnx", "tf2onnx", "ai-edge-litert", "iree-base-compiler",
             "iree-base-runtime", "xlabench")
@@ -81,6 +83,12 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+@lru_cache(maxsize=1)
+def cpu_arch() -> str | None:
+    """The CPU's microarchitecture (``Zen 4``, ``Sapphire Rapids``), None if not in the table."""
+    return read_cpu_facts().get("microarchitecture")
+
+
 def cpu_threads_available() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -132,6 +140,7 @@ def static_fingerprint() -> dict[str, Any]:
     return {
         "accelerator": gpu_list[0]["short_name"] if gpu_list else "cpu",
         "cpu_model": cpu_model(),
+        "cpu_arch": cpu_arch(),  # the core's name (Zen 4): `core.device` names the device by it
         "cpu_threads": cpu_threads_available(),
         "cpu_count": os.cpu_count(),
         "machine": platform.machine(),

@@ -12,8 +12,8 @@ same `record_json` (a row measured in the target itself has `origin_db` NULL: th
 own id). Two rules widen that: published numbers (`xlabench import`, env_id ``import``) are
 one measurement whatever database imported them, matched as the importer matches them (spec,
 accelerator, number); and a database from before databases had ids (schema < 4) is given an
-id derived from its contents (``legacy…``), whose rows are matched on their `record_json`
-alone, because that database gets a random id of its own the first time xlabench opens it.
+id derived from its contents (``legacy…``, `store.db.legacy_db_id`, which the migration gives
+it too when xlabench next opens it), and its rows are matched on their `record_json` alone.
 A combined result is already present when its `result_id` is; a newer copy of it (a resumed
 sweep added processes: later `updated_at`) replaces the older one. A sweep's result ids are
 a hash of (sweep, configuration, environment), so two machines of one type running one sweep
