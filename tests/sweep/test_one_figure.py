@@ -136,3 +136,26 @@ def test_the_trackers_log_the_stored_figure(db: Path, tmp_path: Path) -> None:
             logged = (stand_in.throughput.median_sps, stand_in.throughput.ci_low_sps,
                       stand_in.throughput.ci_high_sps)
             assert logged == (result.median_sps, result.ci_low_sps, result.ci_high_sps)
+
+
+def test_compare_shows_each_result_as_stored(db: Path, tmp_path: Path) -> None:
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    stored = _store_figures(db)
+    copy = shutil.copy(db, tmp_path / "copy.db")  # the same results on both sides
+    done = subprocess.run([sys.executable, "-m", "xlabench.cli.main", "compare", str(db),
+                           str(copy), "--format", "json"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    pairs = json.loads(done.stdout)["pairs"]
+    with ResultStore(db) as store:
+        latest = {r.spec_id: r.result_id for r in store.combined(status="ok", complete=1)}
+    assert len(pairs) == len(latest)
+    for pair in pairs:
+        figure = stored[latest[pair["spec_id"]]]  # each side: the latest result of the spec
+        for side in ("baseline", "new"):
+            shown = (pair[side]["sps"], pair[side]["ci_low"], pair[side]["ci_high"])
+            assert shown == pytest.approx(figure, rel=1e-12)

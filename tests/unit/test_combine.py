@@ -136,3 +136,89 @@ def test_combine_of_failures_keeps_the_reason() -> None:
     result = combine.combine([failed], "r1", ResultPolicy())
     assert result.status == "timeout" and result.median_sps is None
     assert result.error == "timeout on purpose"
+
+
+# ------------------------------------------------------------- one stored result against another
+def _stored(medians: list[float], drift: float | None = None, drift_df: float | None = None,
+            rounds: tuple[int, ...] | None = None, status: str = "ok"):
+    from xlabench.core.result import Result
+
+    estimate = math.exp(sum(math.log(m) for m in medians) / len(medians)) if medians else None
+    return Result(
+        result_id="r", spec_id="s", env_id="e", status=status, k=len(medians),
+        k_total=len(medians), k_flagged=0, median_sps=estimate, ci_low_sps=estimate,
+        ci_high_sps=estimate, ci_confidence=0.95, ci_method="test",
+        between_processes=len(medians) >= 2, target_rel_ci=0.05, target_met=True,
+        flagged=False, flag_reason="", process_medians_sps=tuple(medians),
+        process_rounds=rounds if rounds is not None else tuple(range(len(medians))),
+        drift_rel_sd=drift, drift_results=6 if drift is not None else 0, drift_df=drift_df,
+    )
+
+
+def test_result_ratio_is_welch_on_log_medians_plus_each_runs_drift() -> None:
+    base, new = [100.0, 103.0, 98.0], [90.0, 92.0, 89.0, 91.0]
+    plain = combine.result_ratio(_stored(new), _stored(base))
+    welch = combine.unpaired_ratio(new, base)
+    assert plain is not None and welch is not None
+    assert (plain.ratio, plain.ratio_low, plain.ratio_high) == pytest.approx(
+        (welch.ratio, welch.ratio_low, welch.ratio_high))
+    assert plain.method.startswith("welch t") and plain.n_pairs == 0
+
+    held = combine.result_ratio(_stored(new, 0.03, 4.0), _stored(base, 0.02, 6.0))
+    assert held is not None
+
+    def se2(values: list[float]) -> float:
+        logs = [math.log(v) for v in values]
+        mean = sum(logs) / len(logs)
+        return sum((x - mean) ** 2 for x in logs) / (len(logs) - 1) / len(logs)
+
+    parts = [(se2(new), 3), (0.03**2, 4.0), (se2(base), 2), (0.02**2, 6.0)]
+    var = sum(v for v, _ in parts)
+    df = var**2 / sum(v * v / d for v, d in parts)
+    half = combine.t_quantile(0.975, df) * math.sqrt(var)
+    log_ratio = math.log(held.ratio)
+    assert held.ratio == pytest.approx(plain.ratio)
+    assert (held.ratio_low, held.ratio_high) == pytest.approx(
+        (math.exp(log_ratio - half), math.exp(log_ratio + half)))
+    assert "between-run variation" in held.method
+    # a stored drift without its degrees of freedom (older results): still an interval
+    old = combine.result_ratio(_stored(new, 0.03), _stored(base))
+    assert old is not None and old.ratio_high - old.ratio_low > plain.ratio_high - plain.ratio_low
+
+
+def test_result_ratio_pairs_rounds_of_one_sweep_and_needs_two_processes() -> None:
+    drift = [1.0, 0.8, 0.6, 0.9, 0.7]
+    base = _stored([100.0 * d for d in drift], drift=0.05, drift_df=4.0)
+    new = _stored([90.0 * d * (1 + 0.001 * (-1) ** i) for i, d in enumerate(drift)], 0.05, 4.0)
+    paired = combine.result_ratio(new, base, same_sweep=True)
+    unpaired = combine.result_ratio(new, base, same_sweep=False)
+    assert paired is not None and unpaired is not None
+    assert paired.n_pairs == 5 and paired.method.startswith("paired t")
+    assert paired.ratio_low <= 0.9 <= paired.ratio_high < 0.91
+    assert unpaired.ratio_high - unpaired.ratio_low > 20 * (paired.ratio_high - paired.ratio_low)
+    # one shared round: nothing to pair, the unpaired interval
+    apart = _stored(new.process_medians_sps, rounds=(4, 5, 6, 7, 8))
+    assert combine.result_ratio(apart, base, same_sweep=True).method.startswith("welch t")
+    assert combine.result_ratio(_stored([90.0]), base) is None
+    assert combine.result_ratio(new, _stored([], status="timeout")) is None
+
+
+def test_result_ratio_of_re_runs_holds_one_about_95_percent() -> None:
+    """A/A: two runs of the same software, each with its own between-run offset; with the drift
+    they carry, the ratio interval holds 1 about 95% of the time (without it, far less)."""
+    rng = random.Random(SEED + 3)
+    hits = hits_without = 0
+    trials = 1500
+    for _ in range(trials):
+        runs = []
+        for _ in range(2):
+            offset = rng.gauss(0.0, 0.04)
+            medians = [100.0 * math.exp(offset + rng.gauss(0.0, 0.01)) for _ in range(3)]
+            runs.append(medians)
+        held = combine.result_ratio(_stored(runs[1], 0.04, 1000.0), _stored(runs[0], 0.04, 1000.0))
+        alone = combine.result_ratio(_stored(runs[1]), _stored(runs[0]))
+        assert held is not None and alone is not None
+        hits += held.ratio_low <= 1.0 <= held.ratio_high
+        hits_without += alone.ratio_low <= 1.0 <= alone.ratio_high
+    assert 0.93 <= hits / trials <= 0.97
+    assert hits_without / trials < 0.6

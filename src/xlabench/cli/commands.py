@@ -18,14 +18,14 @@ from xlabench.runner import DEFAULT_TIMEOUT_S, native
 from xlabench.store import DEFAULT_DB, ResultStore
 from xlabench.store.export import full_csv, results_csv, study_csv
 from xlabench.sweep import run_result
-from xlabench.sweep.grid import make_policy, policy_values
+from xlabench.sweep.grid import check_label, make_policy, policy_values
 from xlabench.zoo import KINDS, REGISTRY
 
 #: `results --processes`: one row per worker process.
 PROCESS_COLUMNS = (
     ("id", "id"), ("result_id", "result"), ("process_index", "#"), ("model", "model"),
     ("backend", "backend"), ("mode", "mode"), ("resolution", "res"), ("batch_size", "batch"),
-    ("precision", "prec"), ("accelerator", "device"), ("status", "status"),
+    ("precision", "prec"), ("device", "device"), ("status", "status"),
     ("throughput_sps", "samples/s"), ("rel_ci_halfwidth", "±CI"),
     ("interference_other_pct", "others %"), ("interference_flagged", "busy"),
     ("latency_ms_p50", "p50 ms"), ("compile_s", "compile s"), ("parity_passed", "parity"),
@@ -35,7 +35,7 @@ PROCESS_COLUMNS = (
 RESULT_COLUMNS = (
     ("id", "id"), ("model", "model"), ("backend", "backend"), ("mode", "mode"),
     ("runner", "runner"), ("resolution", "res"), ("batch_size", "batch"), ("precision", "prec"),
-    ("accelerator", "device"), ("status", "status"), ("processes", "k"),
+    ("device", "device"), ("status", "status"), ("processes", "k"),
     ("throughput_sps", "samples/s"), ("rel_ci_halfwidth", "±CI"), ("ci_confidence", "conf"),
     ("interference", "interference"), ("latency_ms_p50", "p50 ms"), ("compile_s", "compile s"),
     ("parity_passed", "parity"), ("source", "source"), ("error", "reason"),
@@ -62,6 +62,9 @@ def add_run(sub: Any) -> None:
                    help="seconds before a worker process is killed (default %(default)s)")
     p.add_argument("--db", default=DEFAULT_DB, help="SQLite results file (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print the record as JSON on stdout")
+    p.add_argument("--label", type=check_label, default=None, metavar="NAME",
+                   help="name this run (1-64 letters, digits, . _ : + -), stored with its "
+                   "processes and result, for `xlabench compare --label NAME`")
     p.set_defaults(handler=run_command)
 
 
@@ -145,7 +148,8 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"running {spec.label()}: at least {policy.min_processes} fresh worker processes "
               f"(timeout {args.timeout:g} s each)...", file=sys.stderr, flush=True)
         warn_if_busy()
-        result, records = run_result(spec, store, policy, sys.stderr, args.timeout)
+        result, records = run_result(spec, store, policy, sys.stderr, args.timeout,
+                                     label=args.label)
     if args.json:
         print(json.dumps({"result": result.to_dict(),
                           "processes": [r.to_dict() for r in records]}, sort_keys=True))

@@ -7,7 +7,13 @@ import sys
 from collections.abc import Callable, Sequence
 
 from xlabench import __version__
-from xlabench.cli import commands, report_commands, sweep_commands
+from xlabench.cli import (
+    commands,
+    compare_commands,
+    merge_commands,
+    report_commands,
+    sweep_commands,
+)
 from xlabench.core import UserError
 
 EXIT_USER_ERROR = 2
@@ -28,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"xlabench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for register in (
-        *commands.REGISTRARS, *sweep_commands.REGISTRARS, *report_commands.REGISTRARS
+        *commands.REGISTRARS, *sweep_commands.REGISTRARS, *report_commands.REGISTRARS,
+        *merge_commands.REGISTRARS, *compare_commands.REGISTRARS,
     ):
         register(sub)
     return parser

@@ -23,7 +23,7 @@ OVERRIDES = (
     ("processes", "processes"), ("max_processes", "max_processes"),
     ("result_target_ci", "result_target_ci"), ("result_budget", "result_budget"),
     ("rerun_flagged", "rerun_flagged"),
-    ("runner", "runner"),
+    ("runner", "runner"), ("label", "label"),
 )
 
 
@@ -74,6 +74,10 @@ def add_sweep(sub: Any) -> None:
                      help="log each result as a W&B run (WANDB_MODE, WANDB_PROJECT honoured)")
     run.add_argument("--log-mlflow", nargs="?", const="", default=None, metavar="URI",
                      help="log each result as an MLflow run (default URI: MLflow's own)")
+    run.add_argument("--label", default=None, metavar="NAME",
+                     help="name this sweep (1-64 letters, digits, . _ : + -), stored with every "
+                     "process and result, for `xlabench compare --label NAME`; configurations "
+                     "already done in this environment are still skipped")
     run.add_argument("--dry-run", action="store_true",
                      help="print the plan and a time estimate; run nothing")
     measure = p.add_argument_group("measurement")

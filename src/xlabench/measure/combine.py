@@ -16,6 +16,7 @@ Standard library only (the sweep, the store's callers and the analysis all use i
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,7 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from xlabench.core.record import Record
-from xlabench.core.result import CONFIDENCE, Result, ResultPolicy, interference_reason
+from xlabench.core.result import (
+    CONFIDENCE,
+    ONE_PROCESS_METHOD,
+    Result,
+    ResultPolicy,
+    interference_reason,
+)
 
 
 # ------------------------------------------------------------------ Student's t distribution
@@ -347,8 +354,7 @@ def _one_process_interval(record: Record) -> Interval:
     low = tp.ci_low_sps if tp.ci_low_sps is not None else tp.median_sps
     high = tp.ci_high_sps if tp.ci_high_sps is not None else tp.median_sps
     confidence = tp.ci_confidence if tp.ci_confidence is not None else 0.0
-    method = "one process: order-statistic interval of its own samples (no between-process spread)"
-    return Interval(tp.median_sps, low, high, confidence, method, 1)
+    return Interval(tp.median_sps, low, high, confidence, ONE_PROCESS_METHOD, 1)
 
 
 def _flag_reason(clean: int, flagged: Sequence[Record], policy: ResultPolicy) -> str:
@@ -429,3 +435,87 @@ def unpaired_ratio(
     low, high = math.exp(mc - mb - half), math.exp(mc - mb + half)
     return RatioInterval(gc / gb, low, high, gb * (low - 1), gb * (high - 1),
                          f"welch t ({len(lc)} vs {len(lb)} processes)", 0)
+
+
+# -------------------------------------------------------------- one result against another
+def _log_mean_se2(values: Sequence[float]) -> tuple[float, float]:
+    """(mean, squared standard error of the mean) of log(values); two or more values."""
+    logs = [math.log(v) for v in values]
+    mean = sum(logs) / len(logs)
+    return mean, sum((x - mean) ** 2 for x in logs) / (len(logs) - 1) / len(logs)
+
+
+def _by_round(result: Result) -> dict[int, float]:
+    """A result's process medians by sweep round (the geometric mean of a round's, in the rare
+    result that ran two processes in one round)."""
+    rounds: dict[int, list[float]] = {}
+    for round_, median in zip(result.process_rounds, result.process_medians_sps, strict=False):
+        rounds.setdefault(round_, []).append(median)
+    return {r: math.exp(sum(math.log(v) for v in vs) / len(vs)) for r, vs in rounds.items()}
+
+
+def _drift_components(result: Result) -> tuple[float, float]:
+    """(variance, degrees of freedom) of a result's stored between-run variation; (0, 1) when it
+    has none. A result stored before `drift_df` was kept gets MACHINE_PRIOR_DF (the most a
+    machine's pool counts for one configuration), or fewer when fewer results measured it."""
+    if not result.drift_rel_sd:
+        return 0.0, 1.0
+    df = result.drift_df
+    if df is None or df <= 0:
+        df = float(max(1, min(MACHINE_PRIOR_DF, result.drift_results - 1)))
+    return result.drift_rel_sd**2, float(df)
+
+
+def _usable(result: Result) -> bool:
+    return (result.status == "ok" and result.median_sps is not None and result.median_sps > 0
+            and len(result.process_medians_sps) >= 2 and min(result.process_medians_sps) > 0)
+
+
+def result_ratio(
+    new: Result, base: Result, same_sweep: bool = False, confidence: float = CONFIDENCE
+) -> RatioInterval | None:
+    """new / base of two stored results of one configuration, with the interval a repetition
+    of both runs should hold; None unless both are ok with two or more process medians.
+
+    Paired (`same_sweep`: the two results ran interleaved in one sweep, and they share two or
+    more process rounds): `paired_ratio` of the round-matched medians; a drift of the machine
+    hits both processes of a round alike and cancels, so the stored between-run variation is
+    not added. Otherwise the t interval of the difference of the mean log process medians with
+    each result's between-run variation (`drift_rel_sd`, none when None) added:
+    var = se²_new + drift²_new + se²_base + drift²_base, se² the sample variance of a result's
+    log process medians / k; degrees of freedom by Welch–Satterthwaite over the components
+    (k - 1 for a process component, `drift_df` for a drift one). The estimate is the ratio of
+    the stored figures (geometric means of the process medians).
+    """
+    if not (_usable(new) and _usable(base)):
+        return None
+    if same_sweep:
+        by_new, by_base = _by_round(new), _by_round(base)
+        if len(set(by_new) & set(by_base)) >= 2:
+            paired = paired_ratio(by_new, by_base, confidence)
+            if paired is not None:
+                return dataclasses.replace(
+                    paired, method=f"paired t of round-matched process medians "
+                    f"({paired.n_pairs} rounds of one sweep)")
+    mean_new, se2_new = _log_mean_se2(new.process_medians_sps)
+    mean_base, se2_base = _log_mean_se2(base.process_medians_sps)
+    drift2_new, drift_df_new = _drift_components(new)
+    drift2_base, drift_df_base = _drift_components(base)
+    components = [(se2_new, len(new.process_medians_sps) - 1.0), (drift2_new, drift_df_new),
+                  (se2_base, len(base.process_medians_sps) - 1.0), (drift2_base, drift_df_base)]
+    var = sum(v for v, _ in components)
+    ratio = math.exp(mean_new - mean_base)
+    gb = math.exp(mean_base)
+    counts = f"{len(new.process_medians_sps)} vs {len(base.process_medians_sps)} processes"
+    if var <= 0.0:
+        return RatioInterval(ratio, ratio, ratio, gb * (ratio - 1), gb * (ratio - 1),
+                             f"welch t of log process medians ({counts}; no spread)", 0)
+    df = var**2 / sum(v * v / d for v, d in components if v > 0.0)
+    half = t_quantile(0.5 + confidence / 2, df) * math.sqrt(var)
+    low, high = math.exp(mean_new - mean_base - half), math.exp(mean_new - mean_base + half)
+    drift = ""
+    if drift2_new or drift2_base:
+        drift = (f" with each run's between-run variation (σ {100 * math.sqrt(drift2_new):.1f}% "
+                 f"new, {100 * math.sqrt(drift2_base):.1f}% baseline)")
+    return RatioInterval(ratio, low, high, gb * (low - 1), gb * (high - 1),
+                         f"welch t of log process medians ({counts}){drift}; {df:.1f} df", 0)

@@ -189,9 +189,11 @@ class ResultStore:
         sql = "SELECT * FROM results" + (f" WHERE {where}" if where else "") + " ORDER BY id"
         return self._conn.execute(sql, list(filters.values())).fetchall()
 
-    def completed_spec_ids(self, env_ids: Iterable[str]) -> set[str]:
+    def completed_spec_ids(self, env_ids: Iterable[str], label: str | None = None) -> set[str]:
         """Spec ids with a finished result in any of the given environments: a complete
-        combined result, or a successful v1 row (one process; kept, not silently re-run)."""
+        combined result, or a successful v1 row (one process; kept, not silently re-run).
+        With `label`, only that run's results count: a labelled sweep measures again what
+        another label (or none) already has, and resumes its own."""
         env_list = list(env_ids)
         if not env_list:
             return set()
@@ -200,6 +202,10 @@ class ResultStore:
                   f"AND result_id IS NULL AND env_id IN ({marks})")
         combined = (f"SELECT DISTINCT spec_id FROM combined_results WHERE complete = 1 "
                     f"AND status = 'ok' AND env_id IN ({marks})")
+        if label is not None:
+            legacy += " AND label = ?"
+            combined += " AND label = ?"
+            env_list.append(label)
         found = {row[0] for row in self._conn.execute(legacy, env_list)}
         return found | {row[0] for row in self._conn.execute(combined, env_list)}
 

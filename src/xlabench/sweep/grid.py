@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import tomllib
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -27,6 +28,8 @@ from xlabench.zoo import KINDS, REGISTRY, ModelEntry
 DEFAULT_RESOLUTION = "default"
 EXECUTORS = ("local", "ray")
 DEFAULT_TIMEOUT_S = 1800.0
+#: A run's label (`--label`, key `label`): what `xlabench compare` selects a side by.
+LABEL_PATTERN = re.compile(r"[A-Za-z0-9._:+-]{1,64}")
 CLASSIFIER_KINDS = tuple(k for k in KINDS if k != "detector")
 #: Precisions each backend can run. Keras 3 applies dtype policies on every backend, so all
 #: three are allowed everywhere; a combination that fails on some device is stored as a failure.
@@ -102,8 +105,11 @@ class SweepConfig:
     log_mlflow: str | None = None  # "" = MLflow's default tracking URI
     preset: str | None = None
     policy: ResultPolicy = field(default_factory=ResultPolicy)
+    label: str | None = None  # stored on every process and result (`xlabench compare`)
 
     def __post_init__(self) -> None:
+        if self.label is not None:
+            check_label(self.label)
         if not self.parts:
             raise UserError("the grid is empty: no models match the filters")
         if self.executor not in EXECUTORS:
@@ -122,9 +128,12 @@ class Grid:
     #: reason -> how many configurations were left out for it (refused resolutions, ...)
     skipped: Mapping[str, int]
 
-    def sweep_id(self) -> str:
-        """Same grid, same id: a resumed sweep keeps writing under the id it started with."""
+    def sweep_id(self, label: str | None = None) -> str:
+        """Same grid (and label), same id: a resumed sweep keeps writing under the id it
+        started with; the same grid under another label is another sweep."""
         joined = ",".join(sorted(s.spec_id() for s in self.specs))
+        if label:
+            joined += f"|label={label}"
         return hashlib.sha256(joined.encode()).hexdigest()[:12]
 
 
@@ -240,7 +249,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 #: Keys accepted in a TOML file and as flag overrides, grouped by what they configure.
 PART_KEYS = ("models", "families", "kinds", "resolutions", "batch_sizes", "backends", "modes",
              "precisions", "repeats", "runner")
-RUN_KEYS = ("db", "timeout", "executor", "workers", "ray_address", "log_wandb", "log_mlflow")
+RUN_KEYS = ("db", "timeout", "executor", "workers", "ray_address", "log_wandb", "log_mlflow",
+            "label")
 #: How many processes make a result (ResultPolicy): key -> field.
 POLICY_KEYS = {"processes": "min_processes", "max_processes": "max_processes",
                "result_target_ci": "target_rel_ci", "result_budget": "budget_s",
@@ -376,6 +386,8 @@ def _run_values(layer: dict[str, Any]) -> dict[str, Any]:
         run["ray_address"] = _text("ray_address", layer["ray_address"])
     if "log_wandb" in layer:
         run["log_wandb"] = bool(layer["log_wandb"])
+    if "label" in layer:
+        run["label"] = check_label(layer["label"])
     if "log_mlflow" in layer:
         value = layer["log_mlflow"]  # true: MLflow's default URI; a string: that URI
         if isinstance(value, bool):
@@ -447,6 +459,15 @@ def _number(what: str, value: Any) -> float:
 def _text(what: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise UserError(f"{what} must be a non-empty string, got {value!r}")
+    return value
+
+
+def check_label(value: Any) -> str:
+    """A run label as given (`--label`, key `label`): 1-64 letters, digits and . _ : + -.
+    It names the run for `xlabench compare`; it is no part of a spec or its id."""
+    if not isinstance(value, str) or not LABEL_PATTERN.fullmatch(value):
+        raise UserError(f"label must be 1-64 characters of letters, digits and . _ : + -, "
+                        f"got {value!r}")
     return value
 
 

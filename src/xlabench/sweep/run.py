@@ -112,7 +112,7 @@ class Sweep:
     ) -> None:
         self.config = config
         self.grid: Grid = expand(config)
-        self.sweep_id = self.grid.sweep_id()
+        self.sweep_id = self.grid.sweep_id(config.label)
         self.executor = executor or make_executor(config)
         exists = Path(config.db).exists()
         self.store: ResultStore | None = None
@@ -120,7 +120,8 @@ class Sweep:
             if exists or not dry_run:
                 self.store = ResultStore(config.db)
             self.env_ids = self.executor.env_ids()
-            done = self.store.completed_spec_ids(self.env_ids) if self.store else set()
+            done = (self.store.completed_spec_ids(self.env_ids, config.label) if self.store
+                    else set())
             self.plan: Plan = make_plan(self.grid, done, self.executor.workers, self.store,
                                         config.policy.min_processes)
         except BaseException:
@@ -148,7 +149,8 @@ class Sweep:
             for batch in scheduler.batches():
                 progress.expect(len(batch))
                 for done in self.executor.run(batch, hooks):
-                    record = save_record(store, scheduler.stamp(done.record), self.sweep_id)
+                    record = save_record(store, scheduler.stamp(done.record), self.sweep_id,
+                                         self.config.label)
                     scheduler.keep(record)
                     costs.finished(done)
                     summary.add(record)
@@ -189,7 +191,8 @@ class Sweep:
             return None
         assert self.store is not None
         result = tracker.result(environment_drift(self.store, tracker))
-        self.store.save_result(result, tracker.policy, complete, self.sweep_id)
+        self.store.save_result(result, tracker.policy, complete, self.sweep_id,
+                               self.config.label)
         return result
 
     def close(self) -> None:
@@ -214,13 +217,15 @@ def measure_local_peaks(
         ensure_peaks(store, current_env_id(), note=note)
 
 
-def save_record(store: ResultStore, record: Record, sweep_id: str) -> Record:
-    """Attach the model's costs (cached, or counted by this worker), then store the record."""
+def save_record(store: ResultStore, record: Record, sweep_id: str,
+                label: str | None = None) -> Record:
+    """Attach the model's costs (cached, or counted by this worker), then store the record
+    (with the run's `label`, if any)."""
     spec = record.spec
     cached = store.get_costs(spec.model, spec.resolution)
     record = with_costs(record, cached)
     remember_costs(store, record, cached)
-    store.save(record, sweep_id)
+    store.save(record, sweep_id, label)
     return record
 
 
@@ -240,12 +245,14 @@ def run_result(
     stream: TextIO,
     timeout_s: float,
     executor: Executor | None = None,
+    label: str | None = None,
 ) -> tuple[Result, list[Record]]:
     """One configuration as one result of several fresh processes (the API behind `run`).
 
     The same scheduler as a sweep: the minimum number of processes, more while the interval is
     too wide and the budget allows, re-runs for processes measured under interference. Every
-    process is stored as it finishes, then the combined result. Progress goes to `stream`.
+    process is stored as it finishes, then the combined result, both with `label` (if any).
+    Progress goes to `stream`.
     """
     executor = executor or LocalExecutor(timeout_s, local_slots(1))
     tracker = Tracker(spec, fresh_result_id(), policy)
@@ -258,12 +265,12 @@ def run_result(
     for batch in scheduler.batches():
         progress.expect(len(batch))
         for done in executor.run(batch, hooks):
-            record = save_record(store, scheduler.stamp(done.record), sweep_id)
+            record = save_record(store, scheduler.stamp(done.record), sweep_id, label)
             scheduler.keep(record)
             costs.finished(done)
             progress.record(record)
     result = tracker.result(environment_drift(store, tracker))
-    store.save_result(result, policy, complete=True, sweep_id=sweep_id)
+    store.save_result(result, policy, complete=True, sweep_id=sweep_id, label=label)
     return result, tracker.records
 
 
@@ -277,6 +284,12 @@ def environment_drift(store: ResultStore, tracker: Tracker) -> combine.RunDrift 
     env_ids = {r.env_id for r in tracker.records if r.ok}
     if len(env_ids) != 1:
         return None  # no process yet, or processes from several machines: nothing to pool
-    env_id, spec_id = env_ids.pop(), tracker.spec.spec_id()
-    others, own = store.drift_history(env_id, spec_id, tracker.result_id)
+    return stored_drift(store, env_ids.pop(), tracker.spec.spec_id(), tracker.result_id)
+
+
+def stored_drift(store: ResultStore, env_id: str, spec_id: str, result_id: str
+                 ) -> combine.RunDrift | None:
+    """`environment_drift` from what the store holds now for one result of `spec_id` measured
+    in `env_id`."""
+    others, own = store.drift_history(env_id, spec_id, result_id)
     return combine.config_drift(own, combine.run_drift(others))

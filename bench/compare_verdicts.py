@@ -1,0 +1,195 @@
+"""Can a CI job act on `xlabench compare`? False verdicts when nothing changed, hits when it did.
+
+(a) A/A: the same configurations swept twice, into two databases, then
+    `xlabench compare A.db B.db`: nothing changed, so every "faster" or "slower" is false. It
+    prints the false-verdict rate (target: about 5% or less; each interval is 95%) and how
+    often the ratio interval holds 1.
+(b) A/B: the same configurations swept with the workers limited to fewer cores
+    (`taskset -c 0 xlabench sweep ...`, one core) against the full machine (A.db of (a)). Per
+    configuration a longer reference pair of sweeps (--reference-processes each side) gives the
+    "true" ratio. It prints the share of the configurations whose reference ratio is beyond the
+    threshold that `compare` calls slower, the false "slower" calls among the others, and the
+    share of ratio intervals that hold the reference ratio.
+
+The configurations: each model at one resolution, batch 4, on TensorFlow graph and XLA, JAX XLA,
+PyTorch eager, OpenVINO and ONNX Runtime compiled (six per model; twelve with the default two
+models). Every sweep and compare is a subprocess, as a CI job would run them. The databases
+stay in --workdir; running the script again resumes the sweeps (delete the folder for a fresh
+measurement). Run it on a quiet machine; it prints ratios and rates, it asserts nothing.
+
+    .venv/bin/python bench/compare_verdicts.py                        # the acceptance run
+    .venv/bin/python bench/compare_verdicts.py --quick --workdir /tmp/cv   # minutes: it works
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+#: (backends, modes) of one sweep each: a sweep is a rectangular grid, these are not.
+GROUPS = (("tensorflow", "graph,xla"), ("jax", "xla"), ("torch", "eager"),
+          ("openvino,onnxruntime", "compiled"))
+QUICK_GROUPS = (("tensorflow", "graph"), ("jax", "xla"))
+#: Short measurement for --quick (seconds per worker).
+QUICK_MEASURE = ("--budget", "1", "--min-sample-time", "0.02", "--target-ci", "0.1")
+
+
+def xlabench(*args: str, taskset: str | None = None, check: bool = True
+             ) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "xlabench.cli.main", *args]
+    if taskset is not None:
+        command = ["taskset", "-c", taskset, *command]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if check and done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return done
+
+
+def sweep(db: Path, opts: argparse.Namespace, processes: int, taskset: str | None = None) -> float:
+    """Every configuration into `db` (one sweep per group); returns the wall time."""
+    start = time.perf_counter()
+    groups = QUICK_GROUPS if opts.quick else GROUPS
+    policy = ["--processes", str(processes)]
+    if opts.quick:
+        policy += ["--max-processes", str(processes), "--rerun-flagged", "0", *QUICK_MEASURE]
+    for backends, modes in groups:
+        where = f" (taskset -c {taskset})" if taskset is not None else ""
+        print(f"  sweep {db.name}{where}: {backends} {modes}", flush=True)
+        xlabench("sweep", "--models", opts.models, "--resolutions", str(opts.resolution),
+                 "--batch-sizes", "4", "--backends", backends, "--modes", modes,
+                 "--db", str(db), "--timeout", "900", *policy, taskset=taskset)
+    return time.perf_counter() - start
+
+
+def compare(baseline: Path, new: Path, threshold_pct: float) -> dict[str, Any]:
+    done = xlabench("compare", str(baseline), str(new), "--format", "json", "--threshold",
+                    f"{threshold_pct:g}")
+    return json.loads(done.stdout)
+
+
+def _name(pair: dict[str, Any]) -> str:
+    return f"{pair['model']}@{pair['resolution']} {pair['backend']}/{pair['mode']}"
+
+
+def _interval(pair: dict[str, Any]) -> str:
+    if pair["ratio_low"] is None:
+        return "-"
+    return f"[{pair['ratio_low']:.3f}, {pair['ratio_high']:.3f}]"
+
+
+def _share(hits: int, total: int) -> str:
+    return f"{hits}/{total} = {hits / total:.2f}" if total else f"{hits}/0"
+
+
+def a_a(opts: argparse.Namespace, work: Path) -> None:
+    print("(a) A/A: the same configurations swept twice", flush=True)
+    a_s = sweep(work / "A.db", opts, opts.processes)
+    b_s = sweep(work / "B.db", opts, opts.processes)
+    report = compare(work / "A.db", work / "B.db", opts.threshold)
+    print(f"  sweeps took {a_s:.0f} s and {b_s:.0f} s")
+    print(f"  {'configuration':<48} {'ratio':>7} {'interval':>18}  verdict")
+    judged = holds = false = 0
+    for pair in report["pairs"]:
+        ratio = "-" if pair["ratio"] is None else f"{pair['ratio']:.3f}"
+        print(f"  {_name(pair):<48} {ratio:>7} {_interval(pair):>18}  {pair['verdict']}")
+        if pair["ratio_low"] is None:
+            continue
+        judged += 1
+        holds += pair["ratio_low"] <= 1.0 <= pair["ratio_high"]
+        false += pair["verdict"] in ("faster", "slower")
+    print(f"  summary: {report['summary']}")
+    print(f"  false faster/slower verdicts: {_share(false, judged)} (threshold "
+          f"{opts.threshold:g}%)")
+    print(f"  ratio intervals holding 1: {_share(holds, judged)} (95% intervals)")
+    if report["environment_differences"]:
+        print("  environment differences: "
+              + "; ".join(d["text"] for d in report["environment_differences"]))
+
+
+def a_b(opts: argparse.Namespace, work: Path) -> None:
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        print("(b) A/B skipped: this process has one CPU, nothing to take away")
+        return
+    print(f"(b) A/B: workers on CPUs {opts.new_cpus} (new) against all {len(cpus)} (baseline)",
+          flush=True)
+    if not (work / "A.db").exists():
+        sweep(work / "A.db", opts, opts.processes)
+    sweep(work / "C.db", opts, opts.processes, taskset=opts.new_cpus)
+    print("  reference runs", flush=True)
+    sweep(work / "R_all.db", opts, opts.reference_processes)
+    sweep(work / "R_few.db", opts, opts.reference_processes, taskset=opts.new_cpus)
+    report = compare(work / "A.db", work / "C.db", opts.threshold)
+    reference = {p["spec_id"]: p for p in
+                 compare(work / "R_all.db", work / "R_few.db", opts.threshold)["pairs"]}
+    limit = 1.0 - opts.threshold / 100.0
+    beyond = called = other = false_slower = judged = holds = 0
+    print(f"  {'configuration':<48} {'ratio':>7} {'interval':>18} {'reference':>10}  verdict")
+    for pair in report["pairs"]:
+        ref = reference.get(pair["spec_id"])
+        true_ratio = ref["ratio"] if ref is not None and ref["ratio_low"] is not None else None
+        ratio = "-" if pair["ratio"] is None else f"{pair['ratio']:.3f}"
+        shown = "-" if true_ratio is None else f"{true_ratio:.3f}"
+        print(f"  {_name(pair):<48} {ratio:>7} {_interval(pair):>18} {shown:>10}  "
+              f"{pair['verdict']}")
+        if true_ratio is None or pair["ratio_low"] is None:
+            continue
+        judged += 1
+        holds += pair["ratio_low"] <= true_ratio <= pair["ratio_high"]
+        if true_ratio < limit:
+            beyond += 1
+            called += pair["verdict"] == "slower"
+        else:
+            other += 1
+            false_slower += pair["verdict"] == "slower"
+    print(f"  summary: {report['summary']}")
+    print(f"  reference slower than {limit:.2f}, called slower: {_share(called, beyond)}")
+    print(f"  reference not beyond the threshold, called slower: {_share(false_slower, other)}")
+    print(f"  ratio intervals holding the reference ratio: {_share(holds, judged)}")
+    if report["environment_differences"]:
+        print("  environment differences: "
+              + "; ".join(d["text"] for d in report["environment_differences"]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", default="mobilenet_v3_small,efficient_b0",
+                        help="comma-separated (default: %(default)s)")
+    parser.add_argument("--resolution", type=int, default=64)
+    parser.add_argument("--processes", type=int, default=3,
+                        help="processes per result in the compared sweeps (default 3)")
+    parser.add_argument("--reference-processes", type=int, default=6,
+                        help="processes per result in the reference sweeps (default 6)")
+    parser.add_argument("--threshold", type=float, default=5.0, help="percent (default 5)")
+    parser.add_argument("--new-cpus", default="0",
+                        help="taskset CPU list of the A/B's new side (default 0: one core)")
+    parser.add_argument("--workdir", type=Path, default=Path("compare-verdicts"),
+                        help="where the databases go (kept; a rerun resumes)")
+    parser.add_argument("--parts", default="ab", help="a, b or ab (default)")
+    parser.add_argument("--quick", action="store_true",
+                        help="one model at 32 px, TF graph and JAX XLA, 2 processes (3 for the "
+                        "reference), a second of sampling each: checks the script, not the tool")
+    opts = parser.parse_args()
+    if opts.quick:
+        opts.models = opts.models.split(",")[0]
+        opts.resolution, opts.processes, opts.reference_processes = 32, 2, 3
+    if shutil.which("taskset") is None and "b" in opts.parts:
+        raise SystemExit("taskset not found (util-linux); run with --parts a")
+    opts.workdir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    if "a" in opts.parts:
+        a_a(opts, opts.workdir)
+    if "b" in opts.parts:
+        a_b(opts, opts.workdir)
+    print(f"done in {time.perf_counter() - start:.0f} s; databases in {opts.workdir}")
+
+
+if __name__ == "__main__":
+    main()

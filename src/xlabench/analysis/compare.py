@@ -1,0 +1,502 @@
+"""Did a change make it faster? Two sides' stored results, configuration by configuration.
+
+A side is one database, optionally narrowed to one run label (`--label` of `run`/`sweep`) or
+one environment id. Its figure for a configuration (spec id) is the latest *complete* combined
+result stored for it that matches: the stored `Result` is the one owner of a result's figure
+and interval, so nothing here recombines processes. Rows from before results had processes
+(and processes whose result was never combined) are skipped and counted.
+
+Per configuration on both sides: the ratio new / baseline with its interval
+(`measure.combine.result_ratio`: paired by round when both ran interleaved in one sweep,
+otherwise Welch on log process medians with each run's between-run variation) and a verdict
+against a threshold t (DEFAULT_THRESHOLD):
+
+    slower        ratio_high < 1 - t               (a slowdown beyond t is established)
+    faster        ratio_low  > 1 + t
+    same          1 - t <= ratio_low and ratio_high <= 1 + t
+    inconclusive  otherwise (the interval is too wide to tell)
+    insufficient data   either side failed or has fewer than two processes
+
+Databases are opened read-only and never created, migrated or written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from xlabench.core import UserError
+from xlabench.core.result import Result
+from xlabench.measure.combine import RatioInterval, result_ratio
+from xlabench.store.db import SQLITE_MAGIC
+from xlabench.store.schema import APPLICATION, SCHEMA_VERSION
+
+#: A ratio counts as a change only beyond ±5%: below that, re-runs of the same software on a
+#: quiet machine differ by about as much (docs/NOTES.md), so "same" means "within 5%".
+DEFAULT_THRESHOLD = 0.05
+SLOWER, FASTER, SAME, INCONCLUSIVE, INSUFFICIENT = (
+    "slower", "faster", "same", "inconclusive", "insufficient data")
+VERDICTS = (FASTER, SLOWER, SAME, INCONCLUSIVE, INSUFFICIENT)
+#: What of a process's stored environment is compared between the sides (beside every package
+#: version and every result-changing flag).
+ENV_KEYS = ("accelerator", "cpu_model", "cpu_threads", "python", "os")
+SPEC_KEYS = ("model", "backend", "mode", "resolution", "batch_size", "precision", "runner")
+
+
+def check_threshold(value: float, what: str = "threshold") -> float:
+    """A percentage strictly between 0 and 100, as a fraction."""
+    if not (isinstance(value, int | float) and math.isfinite(value) and 0 < value < 100):
+        raise UserError(f"{what} must be a percentage above 0 and below 100, got {value!r}")
+    return value / 100.0
+
+
+# ---------------------------------------------------------------------------------- sides
+@dataclass(frozen=True)
+class Side:
+    """What one side of a comparison reads: a database, optionally one label or environment."""
+
+    db: Path
+    label: str | None = None
+    env: str | None = None
+
+    def describe(self) -> str:
+        narrowed = [f"label {self.label}"] * bool(self.label) + [f"env {self.env}"] * bool(self.env)
+        return str(self.db) + (f" ({', '.join(narrowed)})" if narrowed else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"db": str(self.db), "label": self.label, "env": self.env}
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """One side's result of one configuration, with what the comparison needs beside it."""
+
+    result: Result
+    sweep_id: str | None
+    spec: Mapping[str, Any]  # SPEC_KEYS, from the result's process rows
+    span: tuple[datetime, datetime] | None  # first process start, last process end
+    env_ids: tuple[str, ...] = ()  # of its processes
+
+
+@dataclass(frozen=True)
+class SideResults:
+    side: Side
+    results: dict[str, Chosen]  # spec id -> its latest complete matching result
+    envs: dict[str, dict[str, Any]]  # env id -> stored environment (of the results' processes)
+    legacy_skipped: int  # results without a combined result (old rows), not compared
+    incomplete_skipped: int  # configurations with only incomplete results (a killed sweep)
+
+
+def open_read_only(path: Path) -> sqlite3.Connection:
+    """An existing xlabench database, opened so that nothing on disk changes: not created,
+    not migrated, no journal or shared-memory file left behind (a database whose write-ahead
+    log exists, a writer's or a crashed one's, is read through it)."""
+    if path.is_dir():
+        raise UserError(f"{path} is a directory, not a database file")
+    if not path.exists():
+        raise UserError(f"no database at {path}")
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror}") from exc
+    if header != SQLITE_MAGIC:
+        raise UserError(f"{path} is not an xlabench database (not an SQLite file)")
+    wal = path.with_name(path.name + "-wal")
+    uri = path.resolve().as_uri() + ("?mode=ro" if wal.exists() else "?mode=ro&immutable=1")
+    conn = None
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=30.0)
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        meta = (dict(conn.execute("SELECT key, value FROM meta").fetchall())
+                if "meta" in tables else {})
+    except sqlite3.Error as exc:
+        if conn is not None:
+            conn.close()
+        raise UserError(f"{path} is not a readable xlabench database ({exc})") from exc
+    if meta.get("application") != APPLICATION or "schema_version" not in meta:
+        conn.close()
+        raise UserError(f"{path} is an SQLite file but not an xlabench database")
+    if int(meta["schema_version"]) > SCHEMA_VERSION:
+        conn.close()
+        raise UserError(f"{path} was written by a newer xlabench (schema "
+                        f"{meta['schema_version']} > {SCHEMA_VERSION})")
+    return conn
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def read_side(side: Side) -> SideResults:
+    """The latest complete combined result per spec id matching `side`, read-only.
+
+    Raises:
+        UserError: a missing, foreign, newer or corrupt database; a label or environment the
+            database does not have.
+    """
+    conn = open_read_only(side.db)
+    try:
+        return _read_side(conn, side)
+    except sqlite3.Error as exc:
+        raise UserError(f"{side.db} is not a readable xlabench database ({exc})") from exc
+    finally:
+        conn.close()
+
+
+def _read_side(conn: sqlite3.Connection, side: Side) -> SideResults:
+    process_columns = _columns(conn, "results")
+    combined_columns = _columns(conn, "combined_results")
+    labelled = "label" in process_columns and "label" in combined_columns
+    filters: dict[str, str] = {}
+    if side.label is not None:
+        filters["label"] = _known_label(conn, side, labelled)
+    if side.env is not None:
+        filters["env_id"] = _known_env(conn, side, bool(combined_columns))
+    where = "".join(f" AND {column} = ?" for column in filters)
+    params = list(filters.values())
+
+    latest: dict[str, tuple[str, str | None, Result]] = {}
+    incomplete: set[str] = set()
+    combined_ids: set[str] = set()
+    if combined_columns:
+        combined_ids = {r[0] for r in conn.execute("SELECT result_id FROM combined_results")}
+        sql = ("SELECT result_id, spec_id, sweep_id, complete, result_json FROM combined_results "
+               f"WHERE 1 = 1{where} ORDER BY updated_at, rowid")
+        for result_id, spec_id, sweep_id, complete, text in conn.execute(sql, params):
+            if complete:
+                latest[spec_id] = (result_id, sweep_id, Result.from_json(text))
+            else:
+                incomplete.add(spec_id)
+    incomplete -= set(latest)
+
+    legacy = set()
+    processes: dict[str, list[tuple[Any, ...]]] = {}
+    wanted = {result_id for result_id, _, _ in latest.values()}
+    result_id_column = "result_id" if "result_id" in process_columns else "NULL"  # v1: none
+    sql = (f"SELECT id, {result_id_column}, env_id, model, backend, mode, resolution, batch_size, "
+           "precision, json_extract(record_json, '$.spec.runner'), created_at, "
+           "json_extract(record_json, '$.duration_s') FROM results "
+           f"WHERE 1 = 1{where}")
+    for row in conn.execute(sql, params):
+        row_id, result_id = row[0], row[1]
+        if result_id is None or result_id not in combined_ids:
+            legacy.add(result_id or f"row {row_id}")
+        elif result_id in wanted:
+            processes.setdefault(result_id, []).append(row)
+
+    chosen: dict[str, Chosen] = {}
+    env_ids: set[str] = set()
+    for spec_id, (result_id, sweep_id, result) in latest.items():
+        rows = processes.get(result_id, [])
+        env_ids.update(r[2] for r in rows)
+        first = rows[0] if rows else None
+        spec = {key: (first[3 + i] if first else None) for i, key in enumerate(SPEC_KEYS)}
+        if first is not None and spec["runner"] is None:
+            spec["runner"] = "python"
+        chosen[spec_id] = Chosen(result, sweep_id, spec, _span(rows),
+                                 tuple(sorted({r[2] for r in rows})) or (result.env_id,))
+    resolved = Side(side.db, side.label, filters.get("env_id"))  # a prefix: the whole id
+    return SideResults(resolved, chosen, _environments(conn, env_ids), len(legacy),
+                       len(incomplete))
+
+
+def _known_label(conn: sqlite3.Connection, side: Side, labelled: bool) -> str:
+    labels: set[str] = set()
+    if labelled:
+        for table in ("combined_results", "results"):
+            labels |= {r[0] for r in conn.execute(
+                f"SELECT DISTINCT label FROM {table} WHERE label IS NOT NULL")}
+    if side.label not in labels:
+        there = (f"labels there: {', '.join(sorted(labels))}" if labels else
+                 "it has no labelled runs (label them with `run --label` or `sweep --label`)")
+        raise UserError(f"unknown label {side.label!r} in {side.db}; {there}")
+    return str(side.label)
+
+
+def _known_env(conn: sqlite3.Connection, side: Side, has_combined: bool) -> str:
+    """The environment id given, or the one stored id it is a prefix of."""
+    envs: set[str] = {r[0] for r in conn.execute("SELECT DISTINCT env_id FROM results")}
+    if has_combined:
+        envs |= {r[0] for r in conn.execute("SELECT DISTINCT env_id FROM combined_results")}
+    wanted = str(side.env)
+    if wanted in envs:
+        return wanted
+    matches = sorted(e for e in envs if wanted and e.startswith(wanted))
+    if len(matches) == 1:
+        return matches[0]
+    there = f"environments there: {', '.join(sorted(envs))}" if envs else "it has no results"
+    if len(matches) > 1:
+        raise UserError(f"environment {wanted!r} is ambiguous in {side.db}: "
+                        f"{', '.join(matches)}")
+    raise UserError(f"unknown environment {wanted!r} in {side.db}; {there}")
+
+
+def _span(rows: Sequence[tuple[Any, ...]]) -> tuple[datetime, datetime] | None:
+    """When a result's processes ran: first start to last end (None when unknown)."""
+    starts, ends = [], []
+    for row in rows:
+        try:
+            start = datetime.fromisoformat(str(row[10]))
+        except ValueError:
+            continue
+        starts.append(start)
+        ends.append(start + timedelta(seconds=float(row[11] or 0.0)))
+    if not starts:
+        return None
+    try:
+        return min(starts), max(ends)
+    except TypeError:  # naive and aware timestamps mixed: no order between them
+        return None
+
+
+def _environments(conn: sqlite3.Connection, env_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The stored environment of each id (its first process's)."""
+    envs: dict[str, dict[str, Any]] = {}
+    sql = ("SELECT env_id, json_extract(record_json, '$.env') FROM results "
+           "WHERE id IN (SELECT MIN(id) FROM results GROUP BY env_id)")
+    wanted = set(env_ids)
+    for env_id, text in conn.execute(sql):
+        if env_id in wanted:
+            try:
+                env = json.loads(text or "{}")
+            except ValueError:
+                env = {}
+            envs[env_id] = env if isinstance(env, dict) else {}
+    return envs
+
+
+# ---------------------------------------------------------------------------- comparison
+@dataclass(frozen=True)
+class Pair:
+    """One configuration on both sides."""
+
+    spec_id: str
+    spec: Mapping[str, Any]
+    baseline: Result
+    new: Result
+    ratio: RatioInterval | None
+    estimate: float | None  # new / baseline of the stored figures (also without an interval)
+    verdict: str
+    reason: str  # why the data is insufficient ("" otherwise)
+
+    @property
+    def effect(self) -> float:
+        return abs(math.log(self.estimate)) if self.estimate else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "spec_id": self.spec_id, **{key: self.spec.get(key) for key in SPEC_KEYS},
+            "baseline": _side_figures(self.baseline), "new": _side_figures(self.new),
+            "ratio": self.estimate,
+            "ratio_low": self.ratio.ratio_low if self.ratio else None,
+            "ratio_high": self.ratio.ratio_high if self.ratio else None,
+            "method": self.ratio.method if self.ratio else "",
+            "verdict": self.verdict, "reason": self.reason,
+        }
+
+
+def _side_figures(result: Result) -> dict[str, Any]:
+    return {"sps": result.median_sps, "ci_low": result.ci_low_sps,
+            "ci_high": result.ci_high_sps, "k": result.k, "status": result.status,
+            "flagged": result.flagged}
+
+
+@dataclass(frozen=True)
+class EnvDifference:
+    name: str  # a package, a flag or an ENV_KEYS key
+    baseline: str
+    new: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.name} {self.baseline} -> {self.new}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "baseline": self.baseline, "new": self.new, "text": self.text}
+
+
+@dataclass(frozen=True)
+class CompareReport:
+    threshold: float
+    baseline: SideResults
+    new: SideResults
+    pairs: tuple[Pair, ...]  # by effect, largest first; insufficient data last
+    env_differences: tuple[EnvDifference, ...]
+    only_baseline: int = 0
+    only_new: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+    def summary(self) -> dict[str, int]:
+        return {verdict: sum(p.verdict == verdict for p in self.pairs) for verdict in VERDICTS}
+
+    def slowdowns(self, threshold: float) -> list[Pair]:
+        """Pairs whose slowdown beyond `threshold` (a fraction) is established:
+        ratio_high < 1 - threshold."""
+        return [p for p in self.pairs
+                if p.ratio is not None and p.ratio.ratio_high < 1.0 - threshold]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "threshold": self.threshold,
+            "baseline": {**self.baseline.side.to_dict(),
+                         "environments": sorted(self.baseline.envs)},
+            "new": {**self.new.side.to_dict(), "environments": sorted(self.new.envs)},
+            "pairs": [p.to_dict() for p in self.pairs],
+            "environment_differences": [d.to_dict() for d in self.env_differences],
+            "summary": self.summary(),
+            "not_compared": {
+                "only_baseline": self.only_baseline, "only_new": self.only_new,
+                "legacy_baseline": self.baseline.legacy_skipped,
+                "legacy_new": self.new.legacy_skipped,
+                "incomplete_baseline": self.baseline.incomplete_skipped,
+                "incomplete_new": self.new.incomplete_skipped,
+            },
+        }
+
+
+def verdict(ratio: RatioInterval | None, threshold: float = DEFAULT_THRESHOLD) -> str:
+    """The verdict for a ratio interval (see the module docstring); None: insufficient data."""
+    if ratio is None:
+        return INSUFFICIENT
+    if ratio.ratio_high < 1.0 - threshold:
+        return SLOWER
+    if ratio.ratio_low > 1.0 + threshold:
+        return FASTER
+    if 1.0 - threshold <= ratio.ratio_low and ratio.ratio_high <= 1.0 + threshold:
+        return SAME
+    return INCONCLUSIVE
+
+
+def interleaved(a: Chosen, b: Chosen) -> bool:
+    """Whether two results ran interleaved in one sweep: the same sweep id, and their processes'
+    times overlap. The sweep id alone is a hash of the grid, the same for the same grid swept
+    again later (or into another database), when round r of one and of the other did not run
+    next to each other and pairing them would drop the drift between the runs."""
+    if not a.sweep_id or a.sweep_id != b.sweep_id or a.span is None or b.span is None:
+        return False
+    try:
+        return a.span[0] <= b.span[1] and b.span[0] <= a.span[1]
+    except TypeError:
+        return False
+
+
+def _insufficient_reason(baseline: Result, new: Result) -> str:
+    reasons = []
+    for name, result in (("baseline", baseline), ("new", new)):
+        if result.status != "ok":
+            reasons.append(f"{name} {result.status}"
+                           + (f": {result.error}" if result.error else ""))
+        elif len(result.process_medians_sps) < 2:
+            reasons.append(f"{name} has {result.k} process{'es' * (result.k != 1)} (2 needed)")
+    return "; ".join(reasons)
+
+
+def make_pair(spec_id: str, baseline: Chosen, new: Chosen, threshold: float) -> Pair:
+    ratio = result_ratio(new.result, baseline.result, interleaved(new, baseline))
+    base_sps, new_sps = baseline.result.median_sps, new.result.median_sps
+    estimate = (ratio.ratio if ratio is not None else
+                new_sps / base_sps if new_sps and base_sps else None)
+    spec = new.spec if new.spec.get("model") is not None else baseline.spec
+    reason = "" if ratio is not None else _insufficient_reason(baseline.result, new.result)
+    return Pair(spec_id, spec, baseline.result, new.result, ratio, estimate,
+                verdict(ratio, threshold), reason)
+
+
+def compare(baseline: Side, new: Side, threshold: float = DEFAULT_THRESHOLD) -> CompareReport:
+    """Every configuration both sides have, with its ratio and verdict (see the module
+    docstring), and what differs between the sides' environments.
+
+    Raises:
+        UserError: a bad side (see `read_side`), the same side twice, a threshold outside
+            (0, 1), or no configuration in common.
+    """
+    if not 0 < threshold < 1:
+        raise UserError(f"threshold must be above 0% and below 100%, got {100 * threshold:g}%")
+    base_side, new_side = read_side(baseline), read_side(new)
+    if _key(base_side.side) == _key(new_side.side):
+        raise UserError("both sides are the same: give two databases, or --baseline-label and "
+                        "--label, or --baseline-env and --env")
+    common = sorted(set(base_side.results) & set(new_side.results))
+    if not common:
+        raise UserError(_nothing_in_common(base_side, new_side))
+    pairs = [make_pair(s, base_side.results[s], new_side.results[s], threshold) for s in common]
+    pairs.sort(key=lambda p: (p.verdict == INSUFFICIENT, -p.effect, _spec_order(p)))
+    base_envs = _envs_of(base_side, common)
+    new_envs = _envs_of(new_side, common)
+    return CompareReport(
+        threshold, base_side, new_side, tuple(pairs),
+        tuple(environment_differences(base_envs, new_envs)),
+        only_baseline=len(set(base_side.results) - set(common)),
+        only_new=len(set(new_side.results) - set(common)),
+    )
+
+
+def _key(side: Side) -> tuple[Any, ...]:
+    return side.db.resolve(), side.label, side.env
+
+
+def _spec_order(pair: Pair) -> tuple[str, ...]:
+    return (*(str(pair.spec.get(key)) for key in SPEC_KEYS), pair.spec_id)
+
+
+def _envs_of(side: SideResults, spec_ids: Iterable[str]) -> list[dict[str, Any]]:
+    wanted = {env_id for s in spec_ids for env_id in side.results[s].env_ids}
+    return [env for env_id, env in sorted(side.envs.items()) if env_id in wanted]
+
+
+def _nothing_in_common(base: SideResults, new: SideResults) -> str:
+    def counts(side: SideResults) -> str:
+        text = f"{len(side.results)} configuration{'s' * (len(side.results) != 1)}"
+        if side.legacy_skipped:
+            text += (f" ({side.legacy_skipped} result(s) without a combined result, from "
+                     "before results had processes, skipped)")
+        return text
+
+    return (f"no configuration in common: the baseline ({base.side.describe()}) has complete "
+            f"results of {counts(base)}, the new side ({new.side.describe()}) of {counts(new)}")
+
+
+# -------------------------------------------------------------------------- environments
+def _values(envs: Sequence[Mapping[str, Any]], get: Any) -> str:
+    seen = sorted({get(env) for env in envs}, key=str)
+    return ", ".join(seen)
+
+
+def environment_differences(
+    baseline: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]
+) -> list[EnvDifference]:
+    """What differs between two sides' stored environments (each side: the environments of
+    its compared results' processes): ENV_KEYS, every package version and every
+    result-changing flag, e.g. ``tensorflow 2.20.0 -> 2.21.0``. A side with several
+    environments shows their values joined with commas."""
+    if not baseline or not new:
+        return []
+    found = []
+
+    def plain(key: str) -> Any:
+        return lambda env: "-" if env.get(key) is None else str(env.get(key))
+
+    def nested(table: str, key: str, missing: str) -> Any:
+        def get(env: Mapping[str, Any]) -> str:
+            value = (env.get(table) or {}).get(key)
+            return missing if value is None else str(value)
+        return get
+
+    keys: list[tuple[str, Any]] = [(key, plain(key)) for key in ENV_KEYS]
+    both = [*baseline, *new]
+    packages = sorted({name for env in both for name in (env.get("packages") or {})})
+    flags = sorted({name for env in both for name in (env.get("flags") or {})})
+    keys += [(name, nested("packages", name, "(not installed)")) for name in packages]
+    keys += [(name, nested("flags", name, "(unset)")) for name in flags]
+    for name, get in keys:
+        before, after = _values(baseline, get), _values(new, get)
+        if before != after:
+            found.append(EnvDifference(name, before, after))
+    return found
