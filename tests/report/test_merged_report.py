@@ -66,6 +66,10 @@ def test_the_cross_device_findings_are_filled_for_each_device(merged: Path) -> N
     top = findings["top-models"]
     assert top.empty is None
     assert set(top.tables[0].frame["device"]) == DEVICES  # fastest models per device
+    per_core = [c for c in top.tables[0].shown_columns() if c.key == "sps_per_core"]
+    assert per_core, "two core counts: samples/s per core beside the throughput"
+    row = top.tables[0].frame.iloc[0]
+    assert row["sps_per_core"] == row["throughput_sps"] / row["cpu_threads"]
     assert sum("fastest model" in line for line in top.summary) == 2
     fastest = findings["fastest"]
     per_device = fastest.tables[1].frame  # winners per resolution and device

@@ -34,7 +34,7 @@ from typing import Any
 from xlabench.core import UserError
 from xlabench.core.result import Result
 from xlabench.measure.combine import RatioInterval, result_ratio
-from xlabench.store.db import SQLITE_MAGIC
+from xlabench.store.db import require_sqlite_header
 from xlabench.store.schema import APPLICATION, SCHEMA_VERSION
 
 #: A ratio counts as a change only beyond ±5%: below that, re-runs of the same software on a
@@ -97,17 +97,9 @@ def open_read_only(path: Path) -> sqlite3.Connection:
     """An existing xlabench database, opened so that nothing on disk changes: not created,
     not migrated, no journal or shared-memory file left behind (a database whose write-ahead
     log exists, a writer's or a crashed one's, is read through it)."""
-    if path.is_dir():
-        raise UserError(f"{path} is a directory, not a database file")
     if not path.exists():
         raise UserError(f"no database at {path}")
-    try:
-        with path.open("rb") as handle:
-            header = handle.read(len(SQLITE_MAGIC))
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror}") from exc
-    if header != SQLITE_MAGIC:
-        raise UserError(f"{path} is not an xlabench database (not an SQLite file)")
+    require_sqlite_header(path)
     wal = path.with_name(path.name + "-wal")
     uri = path.resolve().as_uri() + ("?mode=ro" if wal.exists() else "?mode=ro&immutable=1")
     conn = None

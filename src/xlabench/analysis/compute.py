@@ -47,8 +47,8 @@ def achieved_gflops(results: pd.DataFrame) -> pd.DataFrame:
 
     A share is never above 100%: where a row achieves more than its peak, `pct_of_peak` is
     NaN and `peak_note` says so (the FLOP count, the precision actually executed or the peak
-    itself is off); "" elsewhere. `sps_per_core`: CPU rows' throughput per CPU the worker
-    could use (`cpu_threads`), NaN elsewhere.
+    itself is off); "" elsewhere. `sps_per_core` comes with every result's row
+    (`select.per_core`).
     """
     runs = latest_per_config(results)
     runs = runs[runs["gflops_per_image"].notna()]
@@ -63,15 +63,11 @@ def achieved_gflops(results: pd.DataFrame) -> pd.DataFrame:
     above = (achieved > peak).fillna(False).astype(bool)
     notes = [_above_peak_note(p, s, lib) if a else ""
              for a, p, s, lib in zip(above, peak, source, library, strict=True)]
-    on_cpu = runs["accelerator"] == "cpu"
-    cores = (runs["cpu_threads"] if "cpu_threads" in runs
-             else pd.Series(float("nan"), index=runs.index)).astype("float64")
     return runs.assign(
         achieved_gflops_s=achieved, peak_gflops_s=peak,
         pct_of_peak=(100 * achieved / peak).where(~above), peak_source=source,
         peak_note=pd.Series(notes, index=runs.index, dtype=object), peak_library=library,
         theoretical_peak_gflops_s=measured["theoretical"].where(~use_datasheet),
-        sps_per_core=(runs["throughput_sps"] / cores.where(cores > 0)).where(on_cpu),
         flops_source=runs["flops_per_image"].notna().map({True: "xla cost", False: "2 x MACs"}),
     ).sort_values(["device", "achieved_gflops_s"], ascending=[True, False]).reset_index(drop=True)
 

@@ -86,14 +86,34 @@ def every_result(results: pd.DataFrame) -> pd.DataFrame:
     combined = pd.DataFrame(rows)
     combined = combined.astype({k: v for k, v in ok.dtypes.to_dict().items()
                                 if k in combined.columns}, errors="ignore")
+    combined = combined.assign(sps_per_core=per_core(combined))
     return combined.sort_values("id", kind="mergesort").reset_index(drop=True)
+
+
+def per_core(results: pd.DataFrame) -> pd.Series:
+    """CPU rows' samples/s per CPU the worker could use (`cpu_threads`); NaN elsewhere: what
+    machines of different core counts compare on."""
+    if "cpu_threads" not in results:
+        return pd.Series(float("nan"), index=results.index)
+    cores = pd.to_numeric(results["cpu_threads"], errors="coerce").astype("float64")
+    on_cpu = results["accelerator"] == "cpu"
+    return (results["throughput_sps"] / cores.where(cores > 0)).where(on_cpu)
+
+
+def core_counts_differ(results: pd.DataFrame) -> bool:
+    """Whether CPU rows of more than one core count are in `results` (then per-core figures
+    belong beside the throughput)."""
+    if "cpu_threads" not in results or results.empty:
+        return False
+    on_cpu = results[results["accelerator"] == "cpu"]
+    return on_cpu["cpu_threads"].dropna().nunique() > 1
 
 
 #: Columns a result's row has beside its latest process's (`every_result`).
 COMBINED_COLUMNS = (
     "processes", "processes_total", "processes_flagged", "ci_confidence", "ci_method",
     "between_processes", "flagged", "flag_reason", "process_sps", "process_rounds",
-    "run_ci_low", "run_ci_high", "drift_rel_sd", "figure",
+    "run_ci_low", "run_ci_high", "drift_rel_sd", "figure", "sps_per_core",
 )
 
 

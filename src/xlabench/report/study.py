@@ -17,7 +17,7 @@ from xlabench.analysis import (
     top_models,
     top_models_rule,
 )
-from xlabench.analysis.select import NON_CNN_KINDS
+from xlabench.analysis.select import NON_CNN_KINDS, core_counts_differ
 from xlabench.report.charts import ChartSpec
 from xlabench.report.model import (
     HOVER_PAIR,
@@ -38,6 +38,9 @@ TOP_COLUMNS = (
     SPS, NOISE, Column("gmacs_per_image", "GMACs", "g"), Column("params_m", "params M", "g"),
     PROVENANCE,
 )
+
+#: Shown where CPUs of different core counts are compared.
+PER_CORE = Column("sps_per_core", "samples/s per core", "sps")
 
 
 def top_models_finding(ctx: Context, non_cnn: bool = False) -> Finding:
@@ -60,8 +63,9 @@ def top_models_finding(ctx: Context, non_cnn: bool = False) -> Finding:
         log_x=True, log_y=True, rank=top_models_rule(n),
         note=f"Each model's best configuration; bubble area: parameters. {MARKER_NOTE}",
     )
+    columns = (*TOP_COLUMNS, PER_CORE) if core_counts_differ(table) else TOP_COLUMNS
     return Finding(key, title, summary=_winners(table, "fastest model"), charts=[chart],
-                   tables=[Table(f"Top-{n} per device", table, TOP_COLUMNS)])
+                   tables=[Table(f"Top-{n} per device", table, columns)])
 
 
 def _winners(table: pd.DataFrame, what: str) -> list[str]:

@@ -47,6 +47,19 @@ def check_db_file(path: Path) -> bool:
         raise UserError(f"{path} is a directory, not a database file")
     if not path.exists() or path.stat().st_size == 0:
         return False
+    require_sqlite_header(path)
+    version = _read_version(path)
+    if version > SCHEMA_VERSION:
+        raise UserError(
+            f"{path} was written by a newer xlabench (schema {version} > {SCHEMA_VERSION})"
+        )
+    return True
+
+
+def require_sqlite_header(path: Path) -> None:
+    """Refuse (one line) a folder, an unreadable file or one that is not SQLite."""
+    if path.is_dir():
+        raise UserError(f"{path} is a directory, not a database file")
     try:
         with path.open("rb") as handle:
             header = handle.read(len(SQLITE_MAGIC))
@@ -54,12 +67,6 @@ def check_db_file(path: Path) -> bool:
         raise UserError(f"cannot read {path}: {exc.strerror}") from exc
     if header != SQLITE_MAGIC:
         raise UserError(f"{path} is not an xlabench database (not an SQLite file); left untouched")
-    version = _read_version(path)
-    if version > SCHEMA_VERSION:
-        raise UserError(
-            f"{path} was written by a newer xlabench (schema {version} > {SCHEMA_VERSION})"
-        )
-    return True
 
 
 def _read_version(path: Path) -> int:

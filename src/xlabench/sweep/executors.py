@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -68,6 +68,7 @@ class _Job:
     wanted_costs: bool
     start_s: float
     end_s: float | None = None
+    host: str | None = None  # where it ran, if known (a Ray node's address)
     label: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -228,13 +229,71 @@ def visible_gpus() -> list[int]:
 
 
 # -------------------------------------------------------------------------------- ray
+#: Environment variables that set a worker's thread pools (recorded with its placement).
+THREAD_VARS = ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS",
+               "MKL_NUM_THREADS")
+
+
+@dataclass(frozen=True)
+class RayNode:
+    """A Ray node that runs one CPU benchmark task at a time, the task owning all its CPUs."""
+
+    node_id: str
+    ip: str
+    cpus: int  # the CPUs the node declared (`ray start --num-cpus`), whole ones
+
+
+def ray_cpu_nodes(nodes: Iterable[Mapping[str, Any]]) -> list[RayNode]:
+    """The nodes of `ray.nodes()` a CPU task can own: alive, with at least one whole CPU.
+
+    A head started with `--num-cpus 0` (a common way to keep work off it) is left out.
+    """
+    found = []
+    for node in nodes:
+        cpus = int(node.get("Resources", {}).get("CPU", 0))  # whole CPUs: 2.5 declared -> 2
+        if node.get("Alive") and cpus >= 1:
+            found.append(RayNode(str(node["NodeID"]), str(node.get("NodeManagerAddress", "")),
+                                 cpus))
+    return found
+
+
+def owned_cpus(
+    affinity: Iterable[int], declared: int, cores: Sequence[tuple[int, ...]] | None = None
+) -> tuple[int, ...]:
+    """The cores a task that owns its node pins its worker to.
+
+    The CPUs the node's processes may use (their affinity: `taskset -c 2,3 ray start ...` gives
+    {2, 3}), at most as many as the node declared to Ray: whole physical cores (`cores`,
+    sibling groups) first, then single hyper-threads if the declared count splits a core.
+    """
+    cpus = sorted(set(affinity))
+    if declared >= len(cpus):
+        return tuple(cpus)
+    chosen: list[int] = []
+    for unit in cores or [(cpu,) for cpu in cpus]:
+        if len(chosen) + len(unit) <= declared:
+            chosen.extend(unit)
+    for cpu in cpus:
+        if len(chosen) >= declared:
+            break
+        if cpu not in chosen:
+            chosen.append(cpu)
+    return tuple(sorted(chosen))
+
+
 class RayExecutor:
     """Each configuration is a Ray task that runs the usual isolated worker on its node.
 
-    Tasks ask for one GPU each on a cluster with GPUs (one CPU otherwise). Records stream back
-    with `ray.wait` as tasks finish; the driver writes the db. At most `workers` tasks are in
-    flight (default: the cluster's GPUs, or CPUs), so cost decisions and progress stay current
-    and an interrupted sweep leaves nothing queued.
+    On a cluster with GPUs each task asks for one GPU (and one CPU), as many at once as there
+    are GPUs. On a CPU-only cluster a task owns a whole node: it is scheduled onto that node
+    (node affinity) asking for all the CPUs the node declared, and pins its worker to the cores
+    the node may use (`owned_cpus`), with thread pools sized to match; so CPU benchmarks never
+    share cores, as with the local executor. As many run at once as there are alive nodes with
+    CPUs. `workers` caps the tasks in flight either way, so cost decisions and progress stay
+    current and an interrupted sweep leaves nothing queued. Records stream back with `ray.wait`
+    as tasks finish; the driver writes the db. Every record says where it ran
+    (`backend_info["placement"]`); an owned node's record also says what ran beside it on the
+    same host (nodes may share a machine).
     """
 
     def __init__(self, timeout_s: float, address: str | None, workers: int | None) -> None:
@@ -244,27 +303,35 @@ class RayExecutor:
             _ray_init(self.ray, address)
         resources = self.ray.cluster_resources()
         self.gpus_per_task = 1 if resources.get("GPU", 0) >= 1 else 0
-        capacity = int(resources.get("GPU", 0)) or int(resources.get("CPU", 1))
-        self.workers = workers or max(1, capacity)
+        #: CPU-only cluster: the nodes the tasks own, one task each at a time.
+        self.nodes = [] if self.gpus_per_task else ray_cpu_nodes(self.ray.nodes())
+        if self.gpus_per_task:
+            self.workers = workers or max(1, int(resources.get("GPU", 0)))
+        elif self.nodes:  # one task per node
+            self.workers = min(workers or len(self.nodes), len(self.nodes))
+        else:
+            self.close()
+            raise UserError("the Ray cluster has no alive node with a CPU to run on")
         self.timeout_s = timeout_s
         self._task = self.ray.remote(num_cpus=1, num_gpus=self.gpus_per_task, max_retries=0)(
             _ray_run
         )
 
     def env_ids(self) -> list[str]:
-        """Env ids as the workers compute them, one probe task per alive node.
+        """Env ids as the workers compute them, one probe task per node that will run tasks.
 
         The driver's own id may differ (other machine, other GPUs, Ray's thread settings), so
-        resume must compare against what the workers will write.
+        resume must compare against what the workers will write. A probe asks for what a task
+        on its node asks for (Ray sets OMP_NUM_THREADS from the CPUs a task holds, and the id
+        includes it).
         """
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
         probe = self.ray.remote(num_cpus=1, num_gpus=0, max_retries=0)(_ray_env_id)
-        refs = [
-            probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], False))
-            .remote()
-            for n in self.ray.nodes() if n.get("Alive")
-        ]
+        if self.nodes:
+            refs = [probe.options(num_cpus=n.cpus, scheduling_strategy=_on_node(n.node_id))
+                    .remote() for n in self.nodes]
+        else:
+            refs = [probe.options(scheduling_strategy=_on_node(n["NodeID"])).remote()
+                    for n in self.ray.nodes() if _runs_gpu_tasks(n)]
         try:
             found = self.ray.get(refs, timeout=RAY_PROBE_TIMEOUT_S)
         except self.ray.exceptions.GetTimeoutError:
@@ -277,37 +344,97 @@ class RayExecutor:
 
     def run(self, specs: Iterable[Spec], hooks: Hooks) -> Iterator[Finished]:
         pending = deque(specs)
-        running: dict[Any, tuple[Spec, bool]] = {}
+        free = deque(self.nodes)  # CPU-only cluster: the nodes no task owns now
+        running: dict[Any, tuple[_Job, RayNode | None]] = {}
+        history: list[_Job] = []
         try:
             while pending or running:
-                while pending and len(running) < self.workers:
-                    spec = pending.popleft()
-                    wanted = hooks.want_costs(spec)
-                    ref = self._task.remote(spec.to_dict(), self.timeout_s, wanted,
-                                            hooks.process_env(spec))
-                    running[ref] = (spec, wanted)
-                    hooks.started(spec)
+                while pending and len(running) < self.workers and (self.gpus_per_task or free):
+                    node = None if self.gpus_per_task else free.popleft()
+                    job = _Job(pending.popleft(), False, time.monotonic(),
+                               host=node.ip if node else None)
+                    job.wanted_costs = hooks.want_costs(job.spec)
+                    running[self._submit(job, node, hooks.process_env(job.spec))] = (job, node)
+                    history.append(job)
+                    hooks.started(job.spec)
+                if not running:
+                    free.extend(self._nodes_back())
+                    continue
                 ready, _ = self.ray.wait(list(running), num_returns=1)
                 for ref in ready:
-                    spec, wanted = running.pop(ref)
-                    yield Finished(spec, self._record(ref, spec), wanted)
+                    job, node = running.pop(ref)
+                    job.end_s = time.monotonic()
+                    record, ray_failed = self._record(ref, job.spec)
+                    if node is not None:
+                        if not ray_failed or self._alive(node):
+                            free.append(node)
+                        if ray_failed:  # the task wrote nothing: say where it was sent
+                            where = {"executor": "ray", "node_id": node.node_id,
+                                     "node_ip": node.ip, "owns_node": True,
+                                     "declared_cpus": node.cpus}
+                            record = record.replace(backend_info={"placement": where})
+                        # from the driver's clock: dispatch to result, which holds the run
+                        record = record.replace(beside=_overlapping(
+                            job, [j for j in history if j.host == job.host]))
+                    yield Finished(job.spec, record, job.wanted_costs)
         finally:
             for ref in running:  # interrupted: nothing keeps running for a dead driver
                 with contextlib.suppress(Exception):
                     self.ray.cancel(ref, force=True)
 
-    def _record(self, ref: Any, spec: Spec) -> Record:
+    def _submit(self, job: _Job, node: RayNode | None, env: dict[str, str]) -> Any:
+        args = (job.spec.to_dict(), self.timeout_s, job.wanted_costs, env)
+        if node is None:
+            return self._task.remote(*args, None)
+        return self._task.options(
+            num_cpus=node.cpus, num_gpus=0, scheduling_strategy=_on_node(node.node_id)
+        ).remote(*args, node.cpus)
+
+    def _alive(self, node: RayNode) -> bool:
+        return any(n.node_id == node.node_id for n in ray_cpu_nodes(self.ray.nodes()))
+
+    def _nodes_back(self) -> list[RayNode]:
+        """Every owned node died with its task: wait for CPU nodes to be alive again.
+
+        Raises:
+            UserError: none came back within the probe's timeout.
+        """
+        deadline = time.monotonic() + RAY_PROBE_TIMEOUT_S
+        while time.monotonic() < deadline:
+            nodes = ray_cpu_nodes(self.ray.nodes())
+            if nodes:
+                return nodes
+            time.sleep(5.0)
+        raise UserError("every Ray node with CPUs died; run the same command again once the "
+                        "cluster is back (the finished configurations are kept)")
+
+    def _record(self, ref: Any, spec: Spec) -> tuple[Record, bool]:
+        """The task's record, and whether Ray (not the worker) failed it."""
         exceptions = self.ray.exceptions
         try:
-            return Record.from_dict(self.ray.get(ref))
+            return Record.from_dict(self.ray.get(ref)), False
         except exceptions.OutOfMemoryError as exc:
-            return failure(spec, Status.OOM, f"Ray killed the task: {_first_line(exc)}")
+            return failure(spec, Status.OOM, f"Ray killed the task: {_first_line(exc)}"), True
         except exceptions.RayError as exc:
-            return failure(spec, Status.CRASHED, f"Ray task failed: {_first_line(exc)}", str(exc))
+            record = failure(spec, Status.CRASHED, f"Ray task failed: {_first_line(exc)}",
+                             str(exc))
+            return record, True
 
     def close(self) -> None:
         if self._started_here:
             self.ray.shutdown()
+
+
+def _on_node(node_id: str) -> Any:
+    """Ray's scheduling strategy for "on this node and no other"."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return NodeAffinitySchedulingStrategy(node_id, soft=False)
+
+
+def _runs_gpu_tasks(node: Mapping[str, Any]) -> bool:
+    resources = node.get("Resources", {})
+    return bool(node.get("Alive")) and resources.get("GPU", 0) >= 1 and resources.get("CPU", 0) >= 1
 
 
 def _import_ray() -> Any:
@@ -356,13 +483,46 @@ def _ray_gpu_as_placement() -> Iterator[Placement]:
 
 
 def _ray_run(
-    spec_dict: dict[str, Any], timeout_s: float, want_costs: bool, env: dict[str, str]
+    spec_dict: dict[str, Any], timeout_s: float, want_costs: bool, env: dict[str, str],
+    node_cpus: int | None = None,
 ) -> dict[str, Any]:
-    """The Ray task: one isolated worker (plus costs if asked), on whatever node Ray chose."""
+    """The Ray task: one isolated worker (plus costs if asked) on its node.
+
+    `node_cpus` set: the task owns its node, which declared that many CPUs; the worker is
+    pinned to the cores the node may use (`owned_cpus`) and its thread pools sized to them
+    (Ray set OMP_NUM_THREADS to the CPUs the task holds; the placement sets it again). The
+    record says where it ran (`backend_info["placement"]`).
+    """
+    started = time.time()
     spec = Spec.from_dict(spec_dict)
     with _ray_gpu_as_placement() as placement:
+        if node_cpus:
+            affinity = sorted(os.sched_getaffinity(0))
+            cpus = owned_cpus(affinity, node_cpus, physical_cores(affinity))
+            placement = dataclasses.replace(placement, cpus=cpus)
         placement = dataclasses.replace(placement, env={**placement.env, **env})
-        return run_with_costs(spec, timeout_s, want_costs, placement).to_dict()
+        record = run_with_costs(spec, timeout_s, want_costs, placement)
+        where = _ray_placement(placement, node_cpus, started)
+    return record.replace(backend_info={**record.backend_info, "placement": where}).to_dict()
+
+
+def _ray_placement(placement: Placement, node_cpus: int | None, started: float) -> dict[str, Any]:
+    """How a Ray task placed its worker: node, cores, GPU, thread settings, when it ran."""
+    import ray
+
+    worker_env = {**os.environ, **placement.environment()}
+    return {
+        "executor": "ray",
+        "node_id": ray.get_runtime_context().get_node_id(),
+        "node_ip": ray.util.get_node_ip_address(),
+        "owns_node": node_cpus is not None,
+        "declared_cpus": node_cpus,
+        "cpus": list(placement.cpus),  # [] = not pinned
+        "gpu": placement.gpu,
+        "threads": {name: worker_env[name] for name in THREAD_VARS if name in worker_env},
+        "started_unix": round(started, 3),
+        "ended_unix": round(time.time(), 3),
+    }
 
 
 def _ray_env_id() -> str:
