@@ -379,6 +379,10 @@ def _gflops_summary(frame: pd.DataFrame) -> list[str]:
     for row in _measured_rows(frame).itertuples():
         theoretical = (f"; theoretical {row.theoretical_peak_gflops_s:.0f} GFLOP/s"
                        if pd.notna(row.theoretical_peak_gflops_s) else "")
+        if theoretical and row.peak_gflops_s > row.theoretical_peak_gflops_s:
+            # the clock a VM's /proc shows is not its boost clock: no bound here
+            theoretical += (" at the clock /proc shows, below what was measured: the CPU ran "
+                            "faster than that clock, so it is no bound here")
         lines.append(f"{row.device}: {row.peak_source} peak {row.peak_gflops_s:.0f} GFLOP/s "
                      f"by {row.peak_library or 'unknown library'}{theoretical}.")
     above = frame[frame["peak_note"] != ""]
