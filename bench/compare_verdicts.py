@@ -1,9 +1,13 @@
 """Can a CI job act on `xlabench compare`? False verdicts when nothing changed, hits when it did.
 
-(a) A/A: the same configurations swept twice, into two databases, then
-    `xlabench compare A.db B.db`: nothing changed, so every "faster" or "slower" is false. It
-    prints the false-verdict rate (target: about 5% or less; each interval is 95%) and how
-    often the ratio interval holds 1.
+(a) A/A: the same configurations swept into two databases, then `xlabench compare A.db
+    B.db`: nothing changed, so every "faster" or "slower" is false. It prints the false-verdict
+    rate (target: about 5% or less; each interval is 95%) and how often the ratio interval
+    holds 1. As a CI job keeps its baseline, A.db is swept twice, the second time under the
+    label `rerun` (a labelled sweep measures again): the baseline's results then carry the
+    between-run variation their re-runs show, and the verdicts compare A.db's `rerun` results.
+    Without it (`--no-history`) neither side knows how runs differ and compare gives no
+    faster/slower/same verdict between separate runs.
 (b) A/B: the same configurations swept with the workers limited to fewer cores
     (`taskset -c 0 xlabench sweep ...`, one core) against the full machine (A.db of (a)). Per
     configuration a longer reference pair of sweeps (--reference-processes each side) gives the
@@ -52,13 +56,16 @@ def xlabench(*args: str, taskset: str | None = None, check: bool = True
     return done
 
 
-def sweep(db: Path, opts: argparse.Namespace, processes: int, taskset: str | None = None) -> float:
+def sweep(db: Path, opts: argparse.Namespace, processes: int, taskset: str | None = None,
+          label: str | None = None) -> float:
     """Every configuration into `db` (one sweep per group); returns the wall time."""
     start = time.perf_counter()
     groups = QUICK_GROUPS if opts.quick else GROUPS
-    policy = ["--processes", str(processes)]
+    policy = ["--processes", str(processes)] + (["--label", label] if label else [])
     if opts.quick:
         policy += ["--max-processes", str(processes), "--rerun-flagged", "0", *QUICK_MEASURE]
+    elif opts.budget is not None:
+        policy += ["--budget", f"{opts.budget:g}"]
     for backends, modes in groups:
         where = f" (taskset -c {taskset})" if taskset is not None else ""
         print(f"  sweep {db.name}{where}: {backends} {modes}", flush=True)
@@ -68,9 +75,22 @@ def sweep(db: Path, opts: argparse.Namespace, processes: int, taskset: str | Non
     return time.perf_counter() - start
 
 
-def compare(baseline: Path, new: Path, threshold_pct: float) -> dict[str, Any]:
-    done = xlabench("compare", str(baseline), str(new), "--format", "json", "--threshold",
-                    f"{threshold_pct:g}")
+HISTORY_LABEL = "rerun"
+
+
+def baseline_sweeps(opts: argparse.Namespace, work: Path) -> float:
+    """A.db: the configurations, then (with history) again under HISTORY_LABEL."""
+    took = sweep(work / "A.db", opts, opts.processes)
+    if opts.history:
+        took += sweep(work / "A.db", opts, opts.processes, label=HISTORY_LABEL)
+    return took
+
+
+def compare(baseline: Path, new: Path, opts: argparse.Namespace,
+            baseline_label: str | None = None) -> dict[str, Any]:
+    label = ["--baseline-label", baseline_label] if baseline_label else []
+    done = xlabench("compare", str(baseline), str(new), *label, "--format", "json",
+                    "--threshold", f"{opts.threshold:g}")
     return json.loads(done.stdout)
 
 
@@ -90,9 +110,10 @@ def _share(hits: int, total: int) -> str:
 
 def a_a(opts: argparse.Namespace, work: Path) -> None:
     print("(a) A/A: the same configurations swept twice", flush=True)
-    a_s = sweep(work / "A.db", opts, opts.processes)
+    a_s = baseline_sweeps(opts, work)
     b_s = sweep(work / "B.db", opts, opts.processes)
-    report = compare(work / "A.db", work / "B.db", opts.threshold)
+    report = compare(work / "A.db", work / "B.db", opts,
+                     HISTORY_LABEL if opts.history else None)
     print(f"  sweeps took {a_s:.0f} s and {b_s:.0f} s")
     print(f"  {'configuration':<48} {'ratio':>7} {'interval':>18}  verdict")
     judged = holds = false = 0
@@ -121,14 +142,14 @@ def a_b(opts: argparse.Namespace, work: Path) -> None:
     print(f"(b) A/B: workers on CPUs {opts.new_cpus} (new) against all {len(cpus)} (baseline)",
           flush=True)
     if not (work / "A.db").exists():
-        sweep(work / "A.db", opts, opts.processes)
+        baseline_sweeps(opts, work)
     sweep(work / "C.db", opts, opts.processes, taskset=opts.new_cpus)
     print("  reference runs", flush=True)
     sweep(work / "R_all.db", opts, opts.reference_processes)
     sweep(work / "R_few.db", opts, opts.reference_processes, taskset=opts.new_cpus)
-    report = compare(work / "A.db", work / "C.db", opts.threshold)
+    report = compare(work / "A.db", work / "C.db", opts, HISTORY_LABEL if opts.history else None)
     reference = {p["spec_id"]: p for p in
-                 compare(work / "R_all.db", work / "R_few.db", opts.threshold)["pairs"]}
+                 compare(work / "R_all.db", work / "R_few.db", opts)["pairs"]}
     limit = 1.0 - opts.threshold / 100.0
     beyond = called = other = false_slower = judged = holds = 0
     print(f"  {'configuration':<48} {'ratio':>7} {'interval':>18} {'reference':>10}  verdict")
@@ -168,6 +189,11 @@ def main() -> None:
     parser.add_argument("--reference-processes", type=int, default=6,
                         help="processes per result in the reference sweeps (default 6)")
     parser.add_argument("--threshold", type=float, default=5.0, help="percent (default 5)")
+    parser.add_argument("--no-history", dest="history", action="store_false",
+                        help="sweep the baseline once (no between-run variation known)")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="sampling seconds per process (default: the spec's 20; a process "
+                        "stops earlier once its 2%% target is met)")
     parser.add_argument("--new-cpus", default="0",
                         help="taskset CPU list of the A/B's new side (default 0: one core)")
     parser.add_argument("--workdir", type=Path, default=Path("compare-verdicts"),

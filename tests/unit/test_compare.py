@@ -38,15 +38,20 @@ CONFIGS = {"tf_xla": ("tensorflow", "xla"), "tf_graph": ("tensorflow", "graph"),
            "jax_xla": ("jax", "xla"), "torch_eager": ("torch", "eager"),
            "torch_compiled": ("torch", "compiled"), "tf_eager": ("tensorflow", "eager")}
 _COUNTER = iter(range(1_000_000))
+#: The between-run variation most stored results carry here: 0.5%, well known (df 40).
+MACHINE = combine.RunDrift(log_var=0.005**2, df=40.0, configurations=5, results=45)
+NO_DRIFT = combine.RunDrift(log_var=0.0, df=0.0, configurations=0, results=0)
 
 
 def store_result(
     db: Path, config: str, medians: Sequence[float], *, label: str | None = None,
     sweep_id: str | None = None, env: dict | None = None, env_id: str = "e1",
     status: Status = Status.OK, hour: int = 0, complete: bool = True,
-    result_id: str | None = None,
+    result_id: str | None = None, drift: combine.RunDrift | None = None,
 ) -> str:
-    """One result of `config`: a process per median (rounds 0, 1, ...), combined and stored."""
+    """One result of `config`: a process per median (rounds 0, 1, ...), combined and stored,
+    with a small between-run variation (MACHINE: as if the database held re-runs) unless
+    `drift` says otherwise (NO_DRIFT: none known)."""
     backend, mode = CONFIGS[config]
     result_id = result_id or f"r{next(_COUNTER)}"
     records = []
@@ -59,7 +64,8 @@ def store_result(
     with ResultStore(db) as store:
         for record in records:
             store.save(record, sweep_id or result_id, label)
-        result = combine.combine(records, result_id, POLICY, env_id)
+        result = combine.combine(records, result_id, POLICY, env_id,
+                                 MACHINE if drift is None else None if drift is NO_DRIFT else drift)
         store.save_result(result, POLICY, complete, sweep_id or result_id, label)
     return result_id
 
@@ -124,6 +130,24 @@ def test_each_verdict_from_process_medians(tmp_path: Path) -> None:
     assert report.env_differences == ()
     assert [p.spec_id for p in report.slowdowns(0.05)] == [slower.spec_id]
     assert report.slowdowns(0.25) == []
+
+
+def test_separate_runs_need_a_between_run_variation(tmp_path: Path) -> None:
+    """Fresh databases know how processes of one run differ, not how runs do: no verdict
+    but inconclusive; one side's between-run variation serves both."""
+    base, new, one = tmp_path / "base.db", tmp_path / "new.db", tmp_path / "one.db"
+    store_result(base, "tf_graph", [100.0, 101.0, 99.0], drift=NO_DRIFT)
+    store_result(new, "tf_graph", [80.0, 81.0, 79.0], drift=NO_DRIFT, hour=3)
+    pair = cmp.compare(cmp.Side(base), cmp.Side(new)).pairs[0]
+    assert pair.verdict == "inconclusive" and pair.reason == cmp.NO_BETWEEN_RUNS
+    assert pair.ratio is not None and pair.ratio.ratio_high < 0.95  # within one run: clear
+    wide = combine.RunDrift(log_var=0.04**2, df=20.0, configurations=4, results=30)
+    store_result(one, "tf_graph", [100.0, 101.0, 99.0], drift=wide)
+    borrowed = cmp.compare(cmp.Side(one), cmp.Side(new)).pairs[0]
+    assert borrowed.verdict == "slower" and borrowed.reason == ""
+    # both runs vary by σ 4%: the interval is wider than one run's 4% alone would make it
+    assert borrowed.ratio is not None
+    assert borrowed.ratio.ratio_high / borrowed.ratio.ratio_low > 1.22  # ~exp(4 * 0.04 * √2)
 
 
 def test_the_latest_complete_result_of_a_side_is_its_figure(tmp_path: Path) -> None:

@@ -14,7 +14,12 @@ against a threshold t (DEFAULT_THRESHOLD):
     slower        ratio_high < 1 - t               (a slowdown beyond t is established)
     faster        ratio_low  > 1 + t
     same          1 - t <= ratio_low and ratio_high <= 1 + t
-    inconclusive  otherwise (the interval is too wide to tell)
+    inconclusive  otherwise (the interval is too wide to tell), and always for two separate
+                  runs of which neither carries a between-run variation: their interval knows
+                  only how processes of one run differ, and separate runs here differed by up
+                  to 57% (docs/NOTES.md), so it cannot hold a repetition; keep the baseline in
+                  a database with re-runs (each result then carries the machine's), or compare
+                  results measured interleaved in one sweep (paired)
     insufficient data   either side failed or has fewer than two processes
 
 Databases are opened read-only and never created, migrated or written.
@@ -33,7 +38,7 @@ from typing import Any
 
 from xlabench.core import UserError
 from xlabench.core.result import Result
-from xlabench.measure.combine import RatioInterval, result_ratio
+from xlabench.measure.combine import RatioInterval, between_runs_known, result_ratio
 from xlabench.store.db import require_sqlite_header
 from xlabench.store.schema import APPLICATION, SCHEMA_VERSION
 
@@ -390,6 +395,11 @@ def _insufficient_reason(baseline: Result, new: Result) -> str:
     return "; ".join(reasons)
 
 
+#: Why two separate runs without a between-run variation get no faster/slower/same verdict.
+NO_BETWEEN_RUNS = ("neither run carries a between-run variation (no re-runs in either "
+                   "database): the interval holds within one run only")
+
+
 def make_pair(spec_id: str, baseline: Chosen, new: Chosen, threshold: float) -> Pair:
     ratio = result_ratio(new.result, baseline.result, interleaved(new, baseline))
     base_sps, new_sps = baseline.result.median_sps, new.result.median_sps
@@ -397,8 +407,11 @@ def make_pair(spec_id: str, baseline: Chosen, new: Chosen, threshold: float) -> 
                 new_sps / base_sps if new_sps and base_sps else None)
     spec = new.spec if new.spec.get("model") is not None else baseline.spec
     reason = "" if ratio is not None else _insufficient_reason(baseline.result, new.result)
-    return Pair(spec_id, spec, baseline.result, new.result, ratio, estimate,
-                verdict(ratio, threshold), reason)
+    judged = verdict(ratio, threshold)
+    if (ratio is not None and not ratio.n_pairs
+            and not between_runs_known(new.result, baseline.result)):
+        judged, reason = INCONCLUSIVE, NO_BETWEEN_RUNS
+    return Pair(spec_id, spec, baseline.result, new.result, ratio, estimate, judged, reason)
 
 
 def compare(baseline: Side, new: Side, threshold: float = DEFAULT_THRESHOLD) -> CompareReport:

@@ -170,7 +170,7 @@ def format_compare(report: Any) -> str:
              "", format_table(rows, columns)]
     reasons = [f"  * {_name(p.spec)}: {p.reason}" for p in report.pairs if p.reason]
     if reasons:
-        lines += ["", "insufficient data:", *reasons]
+        lines += ["", "no verdict possible:", *reasons]
     paired = sum(p.ratio is not None and p.ratio.n_pairs > 0 for p in report.pairs)
     if paired:
         lines.append(f"{paired} ratio(s) paired by round (both ran interleaved in one sweep)")

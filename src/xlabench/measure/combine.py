@@ -466,6 +466,12 @@ def _drift_components(result: Result) -> tuple[float, float]:
     return result.drift_rel_sd**2, float(df)
 
 
+def between_runs_known(new: Result, base: Result) -> bool:
+    """Whether a ratio of two separate runs can include how much runs differ: at least one of
+    them carries a between-run variation (from re-runs in its database)."""
+    return new.drift_rel_sd is not None or base.drift_rel_sd is not None
+
+
 def _usable(result: Result) -> bool:
     return (result.status == "ok" and result.median_sps is not None and result.median_sps > 0
             and len(result.process_medians_sps) >= 2 and min(result.process_medians_sps) > 0)
@@ -481,7 +487,8 @@ def result_ratio(
     more process rounds): `paired_ratio` of the round-matched medians; a drift of the machine
     hits both processes of a round alike and cancels, so the stored between-run variation is
     not added. Otherwise the t interval of the difference of the mean log process medians with
-    each result's between-run variation (`drift_rel_sd`, none when None) added:
+    each result's between-run variation (`drift_rel_sd`; a result without one takes the other
+    side's; none when neither has one, see `between_runs_known`) added:
     var = se²_new + drift²_new + se²_base + drift²_base, se² the sample variance of a result's
     log process medians / k; degrees of freedom by Welch–Satterthwaite over the components
     (k - 1 for a process component, `drift_df` for a drift one). The estimate is the ratio of
@@ -501,6 +508,12 @@ def result_ratio(
     mean_base, se2_base = _log_mean_se2(base.process_medians_sps)
     drift2_new, drift_df_new = _drift_components(new)
     drift2_base, drift_df_base = _drift_components(base)
+    # Two separate runs each vary between runs: a side measured without re-runs to show how
+    # much (a fresh database) takes the other side's, the best estimate there is.
+    if new.drift_rel_sd is None and base.drift_rel_sd is not None:
+        drift2_new, drift_df_new = drift2_base, drift_df_base
+    elif base.drift_rel_sd is None and new.drift_rel_sd is not None:
+        drift2_base, drift_df_base = drift2_new, drift_df_new
     components = [(se2_new, len(new.process_medians_sps) - 1.0), (drift2_new, drift_df_new),
                   (se2_base, len(base.process_medians_sps) - 1.0), (drift2_base, drift_df_base)]
     var = sum(v for v, _ in components)
