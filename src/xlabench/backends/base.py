@@ -66,7 +66,7 @@ def keras_input(spec: Spec) -> Any:
     """Seeded uniform pixels in [0, 255] (models carry their own rescaling), on the device."""
     import keras
 
-    shape = (spec.batch_size, spec.resolution, spec.resolution, 3)
+    shape = (spec.batch_size, spec.resolution, spec.resolution, spec.channels)
     return keras.random.uniform(shape, 0.0, 255.0, dtype=input_dtype(spec), seed=spec.seed)
 
 

@@ -147,7 +147,7 @@ def peak_device_memory_mb() -> float | None:
     return None if peak is None else peak / 2**20
 
 
-def count_costs(model: Any, resolution: int) -> dict[str, Any]:
+def count_costs(model: Any, resolution: int, channels: int = 3) -> dict[str, Any]:
     """MACs (conv + dot) and XLA FLOPs per image, from an abstract batch of one.
 
     The study's "flop (giga)" column is GMACs; XLA's cost analysis counts 2 FLOPs per MAC plus
@@ -158,7 +158,7 @@ def count_costs(model: Any, resolution: int) -> dict[str, Any]:
 
     trainable = [v.value for v in model.trainable_variables]
     non_trainable = [v.value for v in model.non_trainable_variables]
-    x = jax.ShapeDtypeStruct((1, resolution, resolution, 3), jnp.float32)
+    x = jax.ShapeDtypeStruct((1, resolution, resolution, channels), jnp.float32)
 
     def forward(tv: Any, ntv: Any, inputs: Any) -> Any:
         return model.stateless_call(tv, ntv, inputs, training=False)[0]

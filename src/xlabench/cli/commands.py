@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,14 @@ from xlabench.runner import DEFAULT_TIMEOUT_S, native
 from xlabench.store import DEFAULT_DB, ResultStore
 from xlabench.store.export import full_csv, results_csv, study_csv
 from xlabench.sweep import run_result
-from xlabench.sweep.grid import check_label, make_policy, policy_values
-from xlabench.zoo import KINDS, REGISTRY
+from xlabench.sweep.grid import (
+    check_label,
+    default_resolution,
+    make_policy,
+    own_precision_problem,
+    policy_values,
+)
+from xlabench.zoo import KINDS, REGISTRY, ModelEntry, own
 
 #: `results --processes`: one row per worker process.
 PROCESS_COLUMNS = (
@@ -44,7 +51,8 @@ RESULT_COLUMNS = (
 
 def add_run(sub: Any) -> None:
     p = sub.add_parser("run", help="benchmark one model in one configuration")
-    p.add_argument("model", help="model name or alias (see `xlabench models`)")
+    p.add_argument("model", help="model name or alias (see `xlabench models`), or your own "
+                   "model: a .keras file or a package.module:function factory")
     p.add_argument("--backend", default="jax", choices=list(BACKEND_MODES))
     p.add_argument("--mode", default=None, help="eager | graph | xla | compiled (per backend)")
     p.add_argument("--resolution", type=int_arg("resolution"), default=None,
@@ -65,6 +73,9 @@ def add_run(sub: Any) -> None:
     p.add_argument("--label", type=check_label, default=None, metavar="NAME",
                    help="name this run (1-64 letters, digits, . _ : + -), stored with its "
                    "processes and result, for `xlabench compare --label NAME`")
+    p.add_argument("--unsafe-load", action="store_true",
+                   help="let an own .keras file run the Python code it holds (Lambda layers; "
+                   "Keras' safe_mode refuses them otherwise): only for files you trust")
     p.set_defaults(handler=run_command)
 
 
@@ -118,17 +129,19 @@ def measure_settings(args: argparse.Namespace) -> MeasureSettings:
 
 
 def make_spec(args: argparse.Namespace) -> Spec:
-    """Validate the command line against the registry and build the Spec, before any work."""
-    entry = REGISTRY.get(args.model)
+    """Validate the command line against the registry (or the own model) and build the Spec,
+    before any work."""
+    entry, fields = model_entry(args.model, args.unsafe_load)
     # `is None`, not `or`: 0 is a value the user gave (and a bad one), not "not given".
-    resolution = entry.default_resolution if args.resolution is None else args.resolution
+    resolution = default_resolution(entry) if args.resolution is None else args.resolution
     mode = BACKEND_MODES[args.backend][-1] if args.mode is None else args.mode
     spec = Spec(
         model=entry.name, backend=args.backend, mode=mode, resolution=resolution,
         batch_size=args.batch_size, precision=args.precision, weights=args.weights,
         seed=args.seed, tf32=args.tf32, measure=measure_settings(args), runner=args.runner,
+        **fields,
     )
-    problem = entry.check_resolution(resolution)
+    problem = entry.check_resolution(resolution) or own_precision_problem(fields, args.precision)
     if problem:
         raise UserError(problem)
     if args.weights != "random" and not entry.imagenet_weights:
@@ -139,6 +152,14 @@ def make_spec(args: argparse.Namespace) -> Spec:
         raise UserError(missing)
     native.require_runtime(spec)
     return spec
+
+
+def model_entry(name: str, unsafe_load: bool = False) -> tuple[ModelEntry, dict[str, Any]]:
+    """A registry model, or an own model file or factory with its spec fields."""
+    if own.is_reference(name):
+        model = own.resolve(name, unsafe_load)
+        return model.entry(), model.spec_fields()
+    return REGISTRY.get(name), {}
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -183,7 +204,7 @@ def results_command(args: argparse.Namespace) -> int:
     store = open_existing(args.db)
     filters = {k: v for k, v in (("model", args.model), ("status", args.status)) if v}
     if args.model:
-        filters["model"] = REGISTRY.get(args.model).name
+        filters["model"] = stored_model_name(args.model)
     with store:
         rows = store.rows(**filters) if args.processes else result_rows(store, **filters)
     if not rows:
@@ -195,6 +216,19 @@ def results_command(args: argparse.Namespace) -> int:
         print(f"{len(flagged)} measured under interference (another process used the CPUs); "
               "see `xlabench results --processes`")
     return 0
+
+
+def stored_model_name(name: str) -> str:
+    """The name results are stored under: a registry model's canonical name, an own model's
+    readable name (its file or factory given, or the name itself, e.g. my_cnn-1a2b3c4d)."""
+    if own.is_reference(name):
+        return own.name_of(name)
+    try:
+        return REGISTRY.get(name).name
+    except UserError:
+        if re.fullmatch(r".+-[0-9a-f]{8}", name):
+            return name
+        raise
 
 
 def add_export(sub: Any) -> None:

@@ -23,7 +23,7 @@ OVERRIDES = (
     ("processes", "processes"), ("max_processes", "max_processes"),
     ("result_target_ci", "result_target_ci"), ("result_budget", "result_budget"),
     ("rerun_flagged", "rerun_flagged"),
-    ("runner", "runner"), ("label", "label"),
+    ("runner", "runner"), ("label", "label"), ("unsafe_load", "unsafe_load"),
 )
 
 
@@ -45,7 +45,8 @@ def add_sweep(sub: Any) -> None:
                    help="TOML file with the same keys as the flags (e.g. batch_sizes = [1, 4])")
     grid = p.add_argument_group("grid (comma-separated lists; repeatable)")
     for flag, what in (
-        ("--models", "model names, aliases or globs (default: all)"),
+        ("--models", "model names, aliases or globs (default: all), or your own models: "
+         ".keras files and package.module:function factories"),
         ("--families", "model families (default: all)"),
         ("--kinds", "cnn, transformer, mlp, hybrid, detector (default: all)"),
         ("--resolutions", "input sizes, or 'default' for each model's own (default: default)"),
@@ -78,6 +79,9 @@ def add_sweep(sub: Any) -> None:
                      help="name this sweep (1-64 letters, digits, . _ : + -), stored with every "
                      "process and result, for `xlabench compare --label NAME`; configurations "
                      "already done in this environment are still skipped")
+    run.add_argument("--unsafe-load", action="store_true", default=None,
+                     help="let own .keras files run the Python code they hold (Lambda layers; "
+                     "Keras' safe_mode refuses them otherwise): only for files you trust")
     run.add_argument("--dry-run", action="store_true",
                      help="print the plan and a time estimate; run nothing")
     measure = p.add_argument_group("measurement")

@@ -60,6 +60,9 @@ NATIVE_RUNTIMES: dict[tuple[str, str], str] = {
     ("openvino", "compiled"): "openvino",
 }
 RESOLUTION_RANGE = (16, 2048)
+#: Spec fields whose default is left out of the canonical JSON (see `Spec.canonical_json`).
+LATER_FIELD_DEFAULTS: dict[str, Any] = {"runner": "python", "model_file": "", "model_factory": "",
+                                      "model_sha256": "", "channels": 3, "unsafe_load": False}
 BATCH_SIZE_RANGE = (1, 4096)
 
 
@@ -107,7 +110,12 @@ class MeasureSettings:
 class Spec:
     """One benchmark configuration. `spec_id()` identifies it across runs and machines.
 
-    `model` is the registry's canonical name (resolve aliases before building a Spec).
+    `model` is the registry's canonical name (resolve aliases before building a Spec), or the
+    readable name of an own model (zoo.own): then `model_sha256` is its identity (the file's
+    content, or the factory's import path and module source), `model_file` where it is read
+    from (the factory's module source), `model_factory` its `package.module:function`,
+    `channels` its input's channels, and `unsafe_load` the user's leave to run code stored in
+    the file (Lambda layers). Where it lies, its name and the leave are no part of the id.
     `tf32` pins whether float32 matmuls/convolutions may use TF32 on GPUs that have it;
     frameworks disagree on the default, so we never leave it implicit.
     """
@@ -124,10 +132,19 @@ class Spec:
     repeat: int = 0
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     runner: str = "python"
+    model_file: str = ""
+    model_factory: str = ""
+    model_sha256: str = ""
+    channels: int = 3
+    unsafe_load: bool = False
 
     def __post_init__(self) -> None:
         if not self.model:
             raise UserError("model name is empty")
+        if bool(self.model_sha256) != bool(self.model_file) or (
+                self.model_factory and not self.model_sha256):
+            raise UserError("an own model needs its file and its hash together")
+        _check_range("channels", self.channels, (1, 64))
         if self.backend not in BACKEND_MODES:
             raise UserError(
                 f"unknown backend {self.backend!r}; choose from {', '.join(BACKEND_MODES)}"
@@ -160,6 +177,11 @@ class Spec:
         return NATIVE_RUNTIMES.get((self.backend, self.mode))
 
     @property
+    def own_model(self) -> bool:
+        """A user's model file or factory (zoo.own), not a registry model."""
+        return bool(self.model_sha256)
+
+    @property
     def compiled(self) -> bool:
         """True for whole-graph compiled modes (XLA, torch.compile)."""
         return self.mode in COMPILED_MODES
@@ -183,8 +205,14 @@ class Spec:
 
     def canonical_json(self) -> str:
         data = self.to_dict()
-        if data["runner"] == "python":  # the default: ids of specs from before runners stay put
-            del data["runner"]
+        # defaults leave the id of every spec from before these fields unchanged
+        for key, default in LATER_FIELD_DEFAULTS.items():
+            if data[key] == default:
+                del data[key]
+        # an own model is its content: not where it lies, what it is called or the leave
+        for key in ("model_file", "unsafe_load", *(("model", "model_factory")
+                                                   if self.own_model else ())):
+            data.pop(key, None)
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     def spec_id(self) -> str:

@@ -34,17 +34,17 @@ PEAK_TIMEOUT_S = 120.0
 PEAK_ARGS_ENV = "XLABENCH_PEAK_ARGS"
 
 
-def compute_costs(
-    model: str, resolution: int, timeout_s: float = COSTS_TIMEOUT_S
-) -> dict[str, Any]:
-    """Params, MACs and FLOPs per image, in a fresh JAX worker (the counter needs a jaxpr).
+def compute_costs(spec: Spec, timeout_s: float = COSTS_TIMEOUT_S) -> dict[str, Any]:
+    """Params, MACs and FLOPs per image of the spec's model at its resolution, in a fresh JAX
+    worker (the counter needs a jaxpr).
 
     Returns a dict whose `method` says why the counts are missing if they could not be made.
     """
     with tempfile.TemporaryDirectory(prefix="xlabench-costs-") as tmp:
-        out = Path(tmp) / "costs.json"
-        command = [sys.executable, "-m", "xlabench.runner.worker", "--costs-only", model,
-                   str(resolution), str(out)]
+        out, spec_path = Path(tmp) / "costs.json", Path(tmp) / "spec.json"
+        spec_path.write_text(json.dumps(spec.to_dict()))
+        command = [sys.executable, "-m", "xlabench.runner.worker", "--costs-only",
+                   str(spec_path), str(out)]
         env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "2"}
         try:
             done = subprocess.run(command, capture_output=True, text=True, env=env,
@@ -78,7 +78,7 @@ def run_with_costs(
     on_jax = spec.backend == "jax"
     record = run_isolated(spec, timeout_s, want_costs=want_costs and on_jax, placement=placement)
     if want_costs and record.ok and record.costs.macs_per_image is None:
-        record = with_costs(record, compute_costs(spec.model, spec.resolution))
+        record = with_costs(record, compute_costs(spec))
     return record
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from xlabench.core import Record, Spec, Status, UserError, failure, one_line, utc_now
 from xlabench.measure import env as envinfo
-from xlabench.zoo import REGISTRY
+from xlabench.zoo import entry_for
 
 DEFAULT_TIMEOUT_S = 1800.0
 LOG_TAIL_CHARS = 4000
@@ -75,11 +75,12 @@ def run_isolated(
         command += ["--costs"] if want_costs else []
         command += list(worker_args)
         status, reason = _wait(command, placement, log_path, timeout_s)
-        record = _read_record(record_path)
+        record, unreadable = _read_record(record_path)
         log_tail = _tail(log_path)
     if record is None or status is not None:
-        record = failure(spec, status or Status.CRASHED, reason or "worker wrote no record",
-                         log_tail, env=envinfo.static_fingerprint(), **_describe(spec.model))
+        record = failure(spec, status or Status.CRASHED,
+                         reason or unreadable or "worker exited 0 and wrote no record",
+                         log_tail, env=envinfo.static_fingerprint(), **_describe(spec))
         record = record.replace(started_at=started)
     return record.replace(
         env_id=current_env_id(),
@@ -88,9 +89,9 @@ def run_isolated(
     )
 
 
-def _describe(model: str) -> dict[str, str]:
+def _describe(spec: Spec) -> dict[str, str]:
     try:
-        entry = REGISTRY.get(model)
+        entry = entry_for(spec)
     except UserError:
         return {}
     return {"family": entry.family, "kind": entry.kind}
@@ -192,11 +193,16 @@ def _kill_group(proc: subprocess.Popen[Any]) -> None:
     proc.wait()
 
 
-def _read_record(path: Path) -> Record | None:
+def _read_record(path: Path) -> tuple[Record | None, str | None]:
+    """The worker's record, or None and why a record file that exists could not be read (so
+    a record the parent cannot parse is never reported as no record at all)."""
+    if not path.exists():
+        return None, None
     try:
-        return Record.from_json(path.read_text())
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        return Record.from_json(path.read_text()), None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return None, one_line(f"the worker's record could not be read: {type(exc).__name__}: "
+                              f"{exc}")
 
 
 def _tail(path: Path) -> str:

@@ -1,7 +1,7 @@
 """The worker: one configuration, one fresh process, always a record.
 
     python -m xlabench.runner.worker SPEC.json RECORD.json [--costs]
-    python -m xlabench.runner.worker --costs-only MODEL RESOLUTION OUT.json
+    python -m xlabench.runner.worker --costs-only SPEC.json OUT.json
 
 The backend is chosen (KERAS_BACKEND and the backend's own variables) before Keras is imported.
 Any exception becomes a record with a status and a one-line reason; only a kill or a crash of
@@ -42,7 +42,7 @@ from xlabench.measure import env as envinfo
 from xlabench.measure import interference, stats, summarize, timing
 from xlabench.measure import parity as paritylib
 from xlabench.runner import native
-from xlabench.zoo import REGISTRY, build_model
+from xlabench.zoo import build_for, entry_for
 
 DTYPE_POLICY = {"fp32": "float32", "bf16": "bfloat16", "mixed": "mixed_bfloat16"}
 #: Fault injection for the isolation tests: real crashes and hangs of a real worker, after
@@ -72,7 +72,7 @@ def run_spec(spec: Spec, want_costs: bool = False) -> Record:
     started, start = utc_now(), time.perf_counter()
     entry_fields: dict[str, Any] = {}
     try:
-        entry = REGISTRY.get(spec.model)
+        entry = entry_for(spec)
         entry_fields = {"family": entry.family, "kind": entry.kind}
         problem = entry.unsupported_reason(spec.backend) or backends.missing_framework(spec.backend)
         if problem:
@@ -82,6 +82,9 @@ def run_spec(spec: Spec, want_costs: bool = False) -> Record:
         record = failure(spec, Status.FAILED, str(exc), **entry_fields)
     except NonFiniteOutputError as exc:
         record = failure(spec, Status.FAILED, str(exc), **entry_fields)
+    except SystemExit as exc:  # a library (or an own model's factory) exiting: still a record
+        record = failure(spec, Status.FAILED, f"sys.exit({exc.code!r}) called while measuring",
+                         traceback.format_exc(limit=20), **entry_fields)
     except Exception as exc:  # noqa: BLE001 (failure is data)
         status = Status.OOM if is_oom(exc) else Status.FAILED
         record = failure(spec, status, f"{type(exc).__name__}: {exc}",
@@ -101,7 +104,9 @@ def _measure(spec: Spec, entry: Any, want_costs: bool) -> Record:
     runtime = backend.setup(spec)
     host_before = _current_rss_mb()
     with getattr(backend, "build_context", _no_context)(spec.seed):
-        model = build_model(entry, spec.resolution, spec.weights)
+        model = build_for(spec, entry)
+    if spec.own_model:
+        _check_compute_dtype(spec, model)
     _inject_fault(os.environ.get(FAULT_ENV, ""))
     x = backend.make_input(spec)
     if spec.runner == "native":  # xlabench-native times the exported artifact
@@ -116,7 +121,8 @@ def _measure(spec: Spec, entry: Any, want_costs: bool) -> Record:
     runner.finish()
     costs = Costs(params=int(model.count_params()))
     if want_costs and spec.backend == "jax":
-        costs = Costs(params=costs.params, **backend.count_costs(model, spec.resolution))
+        costs = Costs(params=costs.params,
+                      **backend.count_costs(model, spec.resolution, spec.channels))
     steady_s = timed["throughput"].batch_time_ms_median / 1000.0
     warmup = Warmup(
         first_call_s=first_s,
@@ -134,6 +140,24 @@ def _measure(spec: Spec, entry: Any, want_costs: bool) -> Record:
         backend_info={**runner.info, "warmup_steady": timed["warmup"].steady},
         sync=backend.SYNC, interference=timed["interference"],
     )
+
+
+#: The compute dtype each precision asks of the model's layers.
+COMPUTE_DTYPE = {"fp32": "float32", "bf16": "bfloat16", "mixed": "bfloat16"}
+
+
+def _check_compute_dtype(spec: Spec, model: Any) -> None:
+    """A saved model keeps the dtype policy it was saved with, whatever the global policy
+    says: never time a float32 model under a bf16 label (the layers that hold weights say
+    what is computed)."""
+    wanted = COMPUTE_DTYPE[spec.precision]
+    computing = {layer.compute_dtype for layer in model._flatten_layers(include_self=False)
+                 if layer.weights}
+    have = next(iter(computing - {wanted}), None)
+    if have is not None:
+        raise UserError(f"{spec.model} computes in {have}, not {wanted} ({spec.precision}): a "
+                        "saved model keeps the dtype it was saved with; for another precision "
+                        "pass a factory that builds it under the dtype policy")
 
 
 def sampling_settings(spec: Spec) -> Any:
@@ -211,16 +235,18 @@ def _parity(spec: Spec, backend: Any, model: Any, x: Any, outputs: list[Any]) ->
     return paritylib.compare(outputs, reference, rtol, spec.baseline_mode)
 
 
-def costs_only(model_name: str, resolution: int) -> dict[str, Any]:
-    """Params, MACs and FLOPs per image for a model at a resolution (JAX backend, batch 1)."""
-    entry = REGISTRY.get(model_name)
-
+def costs_only(spec: Spec) -> dict[str, Any]:
+    """Params, MACs and FLOPs per image of a spec's model at its resolution (JAX backend,
+    batch 1, float32: they depend on the model and the resolution only)."""
     from xlabench.backends import jax as jax_backend
 
+    spec = dataclasses.replace(spec, backend="jax", mode="eager", precision="fp32",
+                               weights="random", runner="python")
     seed_all(0, "jax")
     with jax_backend.build_context(0):
-        model = build_model(entry, resolution)
-    return {"params": int(model.count_params()), **jax_backend.count_costs(model, resolution)}
+        model = build_for(spec, entry_for(spec))
+    return {"params": int(model.count_params()),
+            **jax_backend.count_costs(model, spec.resolution, spec.channels)}
 
 
 def _peak_rss_mb() -> float:
@@ -246,9 +272,10 @@ def write_json_atomic(path: str, text: str) -> None:
 
 def main(argv: list[str]) -> int:
     if argv and argv[0] == "--costs-only":
-        model_name, resolution, out_path = argv[1], int(argv[2]), argv[3]
+        with open(argv[1], encoding="utf-8") as handle:
+            spec = Spec.from_dict(json.load(handle))
         os.environ["KERAS_BACKEND"] = "jax"
-        write_json_atomic(out_path, json.dumps(costs_only(model_name, resolution)))
+        write_json_atomic(argv[2], json.dumps(costs_only(spec)))
         return 0
     spec_path, record_path = argv[0], argv[1]
     with open(spec_path, encoding="utf-8") as handle:

@@ -23,7 +23,7 @@ from xlabench.core.result import ResultPolicy
 from xlabench.core.spec import NATIVE_RUNTIMES, RESOLUTION_RANGE, RUNNERS
 from xlabench.store import DEFAULT_DB
 from xlabench.store.importer import STUDY_BUILT_AS
-from xlabench.zoo import KINDS, REGISTRY, ModelEntry
+from xlabench.zoo import KINDS, REGISTRY, ModelEntry, own
 
 DEFAULT_RESOLUTION = "default"
 EXECUTORS = ("local", "ray")
@@ -106,6 +106,7 @@ class SweepConfig:
     preset: str | None = None
     policy: ResultPolicy = field(default_factory=ResultPolicy)
     label: str | None = None  # stored on every process and result (`xlabench compare`)
+    unsafe_load: bool = False  # own model files may run the code they hold (Lambda layers)
 
     def __post_init__(self) -> None:
         if self.label is not None:
@@ -250,7 +251,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 PART_KEYS = ("models", "families", "kinds", "resolutions", "batch_sizes", "backends", "modes",
              "precisions", "repeats", "runner")
 RUN_KEYS = ("db", "timeout", "executor", "workers", "ray_address", "log_wandb", "log_mlflow",
-            "label")
+            "label", "unsafe_load")
 #: How many processes make a result (ResultPolicy): key -> field.
 POLICY_KEYS = {"processes": "min_processes", "max_processes": "max_processes",
                "result_target_ci": "target_rel_ci", "result_budget": "budget_s",
@@ -388,6 +389,10 @@ def _run_values(layer: dict[str, Any]) -> dict[str, Any]:
         run["log_wandb"] = bool(layer["log_wandb"])
     if "label" in layer:
         run["label"] = check_label(layer["label"])
+    if "unsafe_load" in layer:
+        if not isinstance(layer["unsafe_load"], bool):
+            raise UserError(f"unsafe_load must be true or false, got {layer['unsafe_load']!r}")
+        run["unsafe_load"] = layer["unsafe_load"]
     if "log_mlflow" in layer:
         value = layer["log_mlflow"]  # true: MLflow's default URI; a string: that URI
         if isinstance(value, bool):
@@ -509,24 +514,40 @@ def expand(config: SweepConfig) -> Grid:
     Resolutions a model refuses are left out and counted in `Grid.skipped` (not stored): they
     are known before anything runs, and rows for them would be re-added on every resume.
 
+    A model may also be the user's own (a .keras file or a module:function factory, zoo.own):
+    it runs beside the registry's, whatever the family and kind filters say.
+
     Raises:
-        UserError: an unknown model or family, or an empty grid.
+        UserError: an unknown model or family, a bad own model, or an empty grid.
     """
     specs: dict[str, Spec] = {}
     skipped: Counter[str] = Counter()
     for part in config.parts:
-        entries = REGISTRY.select(part.models, part.families, part.kinds)
+        models = part_models(part, config.unsafe_load)
         for repeat in range(part.repeats):
-            for entry in entries:
-                for spec in _entry_specs(entry, part, repeat, skipped):
+            for entry, fields in models:
+                for spec in _entry_specs(entry, part, repeat, skipped, fields):
                     specs.setdefault(spec.spec_id(), spec)
     if not specs:
         raise UserError(f"the grid is empty: {_why_empty(skipped)}")
     return Grid(specs=tuple(specs.values()), skipped=dict(skipped))
 
 
+def part_models(part: GridPart, unsafe_load: bool = False
+                ) -> list[tuple[ModelEntry, Mapping[str, Any]]]:
+    """A part's models: registry entries (by the filters), then own models, each with the
+    fields its specs carry beside the model name (none for a registry model)."""
+    names = [m for m in part.models if not own.is_reference(m)]
+    references = [m for m in part.models if own.is_reference(m)]
+    entries = (REGISTRY.select(names, part.families, part.kinds)
+               if names or not references else [])
+    owned = [own.resolve(ref, unsafe_load) for ref in references]
+    return [*((e, {}) for e in entries), *((m.entry(), m.spec_fields()) for m in owned)]
+
+
 def _entry_specs(
-    entry: ModelEntry, part: GridPart, repeat: int, skipped: Counter[str]
+    entry: ModelEntry, part: GridPart, repeat: int, skipped: Counter[str],
+    fields: Mapping[str, Any],
 ) -> list[Spec]:
     specs = []
     pairs, missing = backend_modes(part.backends, part.modes)
@@ -540,6 +561,10 @@ def _entry_specs(
             continue
         for batch in part.batch_sizes:
             for precision in part.precisions:
+                problem = own_precision_problem(fields, precision)
+                if problem:
+                    skipped[problem] += len(pairs)
+                    continue
                 for backend, mode in pairs:
                     if precision not in BACKEND_PRECISIONS[backend]:
                         skipped[f"{backend} has no {precision} precision"] += 1
@@ -549,8 +574,17 @@ def _entry_specs(
                         continue
                     specs.append(Spec(entry.name, backend, mode, resolution, batch_size=batch,
                                       precision=precision, repeat=repeat, measure=part.measure,
-                                      runner=part.runner))
+                                      runner=part.runner, **fields))
     return specs
+
+
+def own_precision_problem(fields: Mapping[str, Any], precision: str) -> str | None:
+    """Why a saved model file cannot run at `precision` (it keeps the dtype it was saved
+    with; a factory builds under the run's dtype policy), or None."""
+    if fields.get("model_file") and not fields.get("model_factory") and precision != "fp32":
+        return (f"a saved model file runs in the dtype it was saved with, not {precision} "
+                "(a factory builds under the precision's dtype policy)")
+    return None
 
 
 def backend_modes(
@@ -573,8 +607,17 @@ def backend_modes(
 
 
 def _resolutions(entry: ModelEntry, resolutions: Iterable[int | str]) -> list[int]:
-    values = [entry.default_resolution if r == DEFAULT_RESOLUTION else int(r) for r in resolutions]
+    values = [default_resolution(entry) if r == DEFAULT_RESOLUTION else int(r)
+              for r in resolutions]
     return list(dict.fromkeys(values))
+
+
+def default_resolution(entry: ModelEntry) -> int:
+    """The model's own input size; an own model whose input size is not fixed has none."""
+    if not entry.default_resolution:
+        raise UserError(f"{entry.name} does not fix its input size (H and W are None): give "
+                        "the resolution to measure it at (--resolution / --resolutions)")
+    return entry.default_resolution
 
 
 def _why_empty(skipped: Counter[str]) -> str:

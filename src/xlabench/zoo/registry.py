@@ -17,6 +17,8 @@ from xlabench.core.errors import UserError
 
 KINDS = ("cnn", "transformer", "mlp", "hybrid", "detector")
 SOURCES = ("keras.applications", "keras-hub", "xlabench")
+#: Family, kind and source of a user's own model (zoo.own): a file or a factory, not the study's.
+OWN = "own"
 
 
 @dataclass(frozen=True)
@@ -95,9 +97,10 @@ class ModelEntry:
     notes: str = ""
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
+        own = self.source == self.kind == OWN
+        if self.kind not in KINDS and not own:
             raise ValueError(f"{self.name}: unknown kind {self.kind!r}")
-        if self.source not in SOURCES:
+        if self.source not in SOURCES and not own:
             raise ValueError(f"{self.name}: unknown source {self.source!r}")
         if self.params_count not in ("total", "trainable"):
             raise ValueError(f"{self.name}: params_count must be total or trainable")
@@ -167,7 +170,8 @@ class Registry:
         """The entry for a name or alias (case, '-' and '_' insensitive), or a UserError."""
         canonical = self._names.get(_fold(name))
         if canonical is None:
-            raise UserError(f"unknown model {name!r}{self._suggest(name)}")
+            raise UserError(f"unknown model {name!r}{self._suggest(name)} (your own model: a "
+                            ".keras file or a package.module:function factory)")
         return self._entries[canonical]
 
     def select(
