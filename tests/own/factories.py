@@ -59,3 +59,11 @@ def build_not_a_model() -> dict[str, int]:
 
 def build_broken() -> keras.Model:
     raise ValueError("this factory is broken on purpose")
+
+
+def build_tensorflow_only() -> keras.Model:
+    """Builds on TensorFlow only (as a model with a TensorFlow op would): its other backends
+    fail as records, it is no bad input."""
+    if keras.backend.backend() != "tensorflow":
+        raise RuntimeError(f"this model does not build on {keras.backend.backend()}")
+    return small_cnn()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.sweep.conftest import seed_costs
+from tests.sweep.conftest import ok_rows, seed_costs
 from xlabench.store import ResultStore
 from xlabench.sweep import build_config, expand
 from xlabench.zoo import own
@@ -70,18 +70,6 @@ def test_run_an_own_model_file_on_a_runtime(own_files: Path, tmp_path: Path) -> 
     assert shown.returncode == 0 and name in shown.stdout and "openvino" in shown.stdout
 
 
-def _ok_rows(db: Path) -> int:
-    if not db.exists():
-        return 0
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-    try:
-        return conn.execute("SELECT COUNT(*) FROM results WHERE status = 'ok'").fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0
-    finally:
-        conn.close()
-
-
 @pytest.mark.slow
 def test_a_sweep_of_own_and_registry_models_resumes_and_reports(own_files: Path,
                                                                  tmp_path: Path) -> None:
@@ -101,12 +89,12 @@ def test_a_sweep_of_own_and_registry_models_resumes_and_reports(own_files: Path,
                              env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 600
-    while _ok_rows(db) < 1 and sweep.poll() is None and time.monotonic() < deadline:
+    while ok_rows(db) < 1 and sweep.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
     assert sweep.poll() is None, f"the sweep ended before it could be killed: {sweep.stderr}"
     os.killpg(sweep.pid, signal.SIGKILL)
     sweep.wait()
-    assert _ok_rows(db) < 12
+    assert ok_rows(db) < 12
 
     again = _xlabench(*command)
     assert again.returncode == 0, again.stderr

@@ -83,3 +83,18 @@ def test_a_file_edited_after_planning_fails_as_such(own_files: Path, tmp_path: P
     path.write_bytes(path.read_bytes() + b"\0")
     record = run_isolated(_spec(model, "jax", "eager"), timeout_s=900)
     assert record.status is Status.FAILED and "changed or is gone" in record.error
+
+
+def test_a_model_one_backend_cannot_build_fails_there_only() -> None:
+    model = own.resolve("tests.own.factories:build_tensorflow_only")
+    assert model.input_size == 32  # inspected on the backend that builds it
+    failed = run_isolated(_spec(model, "jax", "eager"), timeout_s=900)
+    assert failed.status is Status.FAILED and "does not build on jax" in failed.error
+    _assert_measured(run_isolated(_spec(model, "tensorflow", "graph"), timeout_s=900), model)
+
+
+def test_a_legacy_h5_file_runs(own_files: Path) -> None:
+    model = own.resolve(str(own_files / "legacy.h5"))
+    record = run_isolated(_spec(model, "torch", "eager"), timeout_s=900)
+    _assert_measured(record, model)
+    assert record.costs.params == 650

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -164,3 +165,16 @@ class ScriptedExecutor:
 
     def close(self) -> None:
         pass
+
+
+def ok_rows(db: Path) -> int:
+    """Successful rows so far, read without taking part in the writer's transactions."""
+    if not db.exists():
+        return 0
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        return conn.execute("SELECT COUNT(*) FROM results WHERE status = 'ok'").fetchone()[0]
+    except sqlite3.OperationalError:  # the schema is being created
+        return 0
+    finally:
+        conn.close()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sweep.conftest import process_env_has, seed_costs, sweep_toml, wandb_run
+from tests.sweep.conftest import ok_rows, process_env_has, seed_costs, sweep_toml, wandb_run
 from xlabench.core import Record
 from xlabench.store import ResultStore
 from xlabench.sweep import build_config, expand, load_toml
@@ -29,19 +29,6 @@ MARK = "XLABENCH_TEST_SWEEP_MARK"
 
 def _command(config: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "xlabench.cli.main", "sweep", "--config", str(config), *extra]
-
-
-def _ok_rows(db: Path) -> int:
-    """Successful rows so far, read without taking part in the writer's transactions."""
-    if not db.exists():
-        return 0
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-    try:
-        return conn.execute("SELECT COUNT(*) FROM results WHERE status = 'ok'").fetchone()[0]
-    except sqlite3.OperationalError:  # the schema is being created
-        return 0
-    finally:
-        conn.close()
 
 
 def _ok_per_spec(db: Path) -> dict[str, int]:
@@ -79,16 +66,16 @@ def test_kill_9_then_resume(tmp_path: Path) -> None:
     sweep = subprocess.Popen(_command(config), cwd=tmp_path, env=env, start_new_session=True,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
-    while _ok_rows(db) < 1 and sweep.poll() is None and time.monotonic() < deadline:
+    while ok_rows(db) < 1 and sweep.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
     assert sweep.poll() is None, f"the sweep ended before it could be killed: {sweep.stderr}"
-    assert _ok_rows(db) >= 1
+    assert ok_rows(db) >= 1
     os.killpg(sweep.pid, signal.SIGKILL)  # the sweep's whole process group, mid-configuration
     sweep.wait()
     time.sleep(1.0)
     # the worker that was running had its own session; the kernel killed it with its parent
     assert process_env_has(marker) == []
-    assert _ok_rows(db) < 6
+    assert ok_rows(db) < 6
     done_before = _complete_results(db)
 
     again = subprocess.run(_command(config), cwd=tmp_path, env=env, capture_output=True,

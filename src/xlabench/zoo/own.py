@@ -327,10 +327,24 @@ def factory_root(spec: Spec) -> str:
 
 
 def _inspect_factory(factory: str, root: str) -> dict[str, Any]:
-    backend = next((b for b in INSPECT_BACKENDS if importlib.util.find_spec(b) is not None),
-                   None)
-    if backend is None:
+    """The factory's model's input, from a child process on the first installed backend it
+    builds on: a model that only one backend can build is not bad input (its other backends
+    fail as records); an import error or a non-model is, on any backend."""
+    installed = [b for b in INSPECT_BACKENDS if importlib.util.find_spec(b) is not None]
+    if not installed:
         raise UserError(f"no Keras backend installed to build {factory} with")
+    failures = []
+    for backend in installed:
+        facts = _inspect_on(factory, root, backend)
+        if "error" not in facts:
+            return facts
+        if facts.get("kind") != "build":
+            raise UserError(facts["error"])
+        failures.append(f"{backend}: {facts['error']}")
+    raise UserError(f"{factory} builds on no backend ({'; '.join(failures)})")
+
+
+def _inspect_on(factory: str, root: str, backend: str) -> dict[str, Any]:
     command = [sys.executable, "-m", "xlabench.zoo.own", factory, root]
     env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3",
            "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "")}
@@ -338,16 +352,13 @@ def _inspect_factory(factory: str, root: str) -> dict[str, Any]:
         done = subprocess.run(command, capture_output=True, text=True, env=env,
                               timeout=INSPECT_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
-        raise UserError(f"building {factory} took over {INSPECT_TIMEOUT_S:g} s") from None
+        return {"error": f"building took over {INSPECT_TIMEOUT_S:g} s", "kind": "build"}
     lines = done.stdout.strip().splitlines()
     try:
-        facts = json.loads(lines[-1])
-    except (IndexError, json.JSONDecodeError):
+        return dict(json.loads(lines[-1]))
+    except (IndexError, json.JSONDecodeError, TypeError, ValueError):
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise UserError(f"building {factory} failed: {last[:300]}") from None
-    if "error" in facts:
-        raise UserError(facts["error"])
-    return facts
+        return {"error": f"building {factory} failed: {last[:300]}", "kind": "build"}
 
 
 def build_factory_model(factory: str, root: str) -> Any:
@@ -379,7 +390,8 @@ def _inspect_main(factory: str, root: str) -> dict[str, Any]:
         return {"error": str(exc)}
     except Exception as exc:  # noqa: BLE001 (one line for the user)
         return {"error": f"factory {factory} failed to build its model: "
-                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
+                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                "kind": "build"}
     try:
         shapes = [list(tensor.shape) for tensor in model.inputs]
     except (AttributeError, ValueError):
