@@ -92,6 +92,11 @@ def is_reference(text: str) -> bool:
 _RESOLVED: dict[tuple[str, bool], OwnModel] = {}
 
 
+def _is_factory(text: str) -> bool:
+    """`package.module:function`, unless a file of that name exists."""
+    return bool(FACTORY_PATTERN.fullmatch(text)) and not Path(text).exists()
+
+
 def resolve(reference: str, unsafe_load: bool = False) -> OwnModel:
     """The own model `reference` names (cached per process: a factory is built once).
 
@@ -103,7 +108,7 @@ def resolve(reference: str, unsafe_load: bool = False) -> OwnModel:
     key = (reference.strip(), unsafe_load)
     if key not in _RESOLVED:
         text = key[0]
-        if FACTORY_PATTERN.fullmatch(text) and not Path(text).exists():
+        if _is_factory(text):
             _RESOLVED[key] = _resolve_factory(text, unsafe_load)
         else:
             _RESOLVED[key] = _resolve_file(Path(text), unsafe_load)
@@ -113,7 +118,7 @@ def resolve(reference: str, unsafe_load: bool = False) -> OwnModel:
 def name_of(reference: str) -> str:
     """The readable name an own model is stored under, without inspecting or building it."""
     text = reference.strip()
-    if FACTORY_PATTERN.fullmatch(text) and not Path(text).exists():
+    if _is_factory(text):
         module, function = text.split(":")
         source, _ = _module_source(module, text)
         return readable_name(function, factory_sha256(text, source))
@@ -314,14 +319,12 @@ def _module_source(module: str, factory: str) -> tuple[Path, str]:
         raise UserError(f"cannot import {module} (factory {factory}): no such module here or "
                         "in the installed environment")
     source = Path(found.origin).resolve()
-    depth = module.count(".") + (1 if source.name == "__init__.py" else 0)
-    return source, str(source.parents[depth])
+    return source, import_root(module, source)
 
 
-def factory_root(spec: Spec) -> str:
-    """The sys.path entry a spec's factory module is imported from (see `_module_source`)."""
-    module = spec.model_factory.split(":")[0]
-    source = Path(spec.model_file)
+def import_root(module: str, source: Path) -> str:
+    """The sys.path entry under which `source` is the module `module` (a package's
+    __init__.py lies one folder deeper)."""
     depth = module.count(".") + (1 if source.name == "__init__.py" else 0)
     return str(source.parents[depth])
 
@@ -421,7 +424,8 @@ def load(spec: Spec) -> Any:
         if not source.is_file() or factory_sha256(spec.model_factory, source) != spec.model_sha256:
             raise UserError(f"the source of {spec.model_factory} ({source}) changed or is gone "
                             "since this configuration was planned; run it again")
-        return build_factory_model(spec.model_factory, factory_root(spec))
+        root = import_root(spec.model_factory.split(":")[0], source)
+        return build_factory_model(spec.model_factory, root)
     path = Path(spec.model_file)
     if not path.is_file() or file_sha256(path) != spec.model_sha256:
         raise UserError(f"{path} changed or is gone since this configuration was planned "
