@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import make_record
 from tests.sweep.conftest import ScriptedExecutor
 from xlabench.analysis import load_results
-from xlabench.analysis.select import every_result, latest_per_config
+from xlabench.analysis.result_rows import every_result, latest_per_config
 from xlabench.core import Spec
 from xlabench.core.record import ProcessInfo
 from xlabench.core.result import ResultPolicy

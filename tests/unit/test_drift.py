@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import make_record
 from tests.unit.test_combine import _process
-from xlabench.analysis import select
+from xlabench.analysis import result_rows
 from xlabench.analysis.load import load_results
 from xlabench.core.record import ProcessInfo
 from xlabench.core.result import ResultPolicy
@@ -169,7 +169,7 @@ def test_a_sweep_result_takes_the_drift_from_other_configurations(
         assert result.drift_rel_sd is not None and result.drift_results == 4
         assert result.ci_low_sps < result.run_ci_low_sps
         assert "between-run variation" in result.ci_method
-    rows = select.every_result(load_results(tmp_path / "r.db"))
+    rows = result_rows.every_result(load_results(tmp_path / "r.db"))
     last = rows.iloc[-1]
     assert last["drift_rel_sd"] == pytest.approx(result.drift_rel_sd)
     assert last["throughput_sps_ci_low"] == pytest.approx(result.ci_low_sps)
@@ -314,11 +314,11 @@ def test_the_analysis_shows_each_result_as_the_sweep_stored_it(tmp_path: Path) -
         for index, medians in enumerate(([100.0, 101.0, 99.0], [80.0, 81.0, 79.0],
                                          [120.0, 119.0, 121.0], [100.0, 99.0, 101.0])):
             _stored_result(store, 1, f"ra{index}", medians, as_the_sweep=True)
-    rows = select.every_result(load_results(tmp_path / "r.db"))
+    rows = result_rows.every_result(load_results(tmp_path / "r.db"))
     assert list(rows["drift_rel_sd"].isna()) == [True, True, True, False]
     own = [[100.0, 101.0, 99.0], [80.0, 81.0, 79.0], [120.0, 119.0, 121.0]]
     expected = combine.config_drift(own, None)
     assert expected is not None
     assert rows.iloc[-1]["drift_rel_sd"] == pytest.approx(expected.rel_sd)
-    latest = select.latest_per_config(load_results(tmp_path / "r.db"))
+    latest = result_rows.latest_per_config(load_results(tmp_path / "r.db"))
     assert latest.iloc[-1]["drift_rel_sd"] == pytest.approx(expected.rel_sd)

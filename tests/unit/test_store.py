@@ -170,7 +170,7 @@ def test_a_schema_1_database_loads_as_results_of_one_process(
     tmp_path: Path, record_factory
 ) -> None:
     from xlabench.analysis import load_results, top_models
-    from xlabench.analysis.select import Comparison
+    from xlabench.analysis.speedup import Comparison
 
     path = tmp_path / "v1.db"
     old = _v1_database(path, record_factory)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from xlabench.analysis.intervals import BOOTSTRAP_SEED, speedup_interval
 from xlabench.analysis.ranking import RankRule, rank
-from xlabench.analysis.select import latest_per_config
+from xlabench.analysis.result_rows import latest_per_config
 from xlabench.core import BACKEND_MODES
 from xlabench.core.spec import RUNTIME_BACKENDS
 

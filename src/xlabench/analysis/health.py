@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from xlabench.analysis.select import CONFIG_KEYS, every_result, latest_per_config
+from xlabench.analysis.result_rows import CONFIG_KEYS, every_result, latest_per_config
 
 
 def parity_failures(results: pd.DataFrame) -> pd.DataFrame:

@@ -5,7 +5,7 @@ Derived columns (beside every flat column of `results` and its `id`):
         short name, ``a100``; a CPU's model, microarchitecture and cores,
         ``AMD EPYC (Zen 4) ×2``): the report's per-device findings group by it.
     figure: the Result the run's result was stored with (`combined_results`), None where
-        none was: the one figure of a result that every reader shows (`select.every_result`).
+        none was: the one figure of a result that every reader shows (`result_rows.every_result`).
     origin: ``local`` (measured by xlabench) or ``published`` (imported from a CSV).
     provenance: a short text for tables, e.g. ``published (study.csv; unsynced, no CI)``.
     gmacs_per_image / gflops_per_image / params_m: costs in the units tables show.
@@ -22,7 +22,7 @@ Derived columns (beside every flat column of `results` and its `id`):
         export, package, native_load, native_prepare), {} where none were stored.
     same_compiler: native records: whether xlabench-native runs the compiler the Python
         runner of the same configuration runs (True, False), None where not recorded.
-Each row is one worker process; `select.latest_per_config` combines a result's processes.
+Each row is one worker process; `result_rows.latest_per_config` combines a result's processes.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from xlabench.analysis.intervals import RatioSide, ratio_intervals
-from xlabench.analysis.select import CONFIG_KEYS, latest_per_config
+from xlabench.analysis.result_rows import CONFIG_KEYS, latest_per_config
 
 RUNNERS = ("python", "native")
 #: A Python and a native run pair when they agree on everything but the runner.

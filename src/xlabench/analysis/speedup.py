@@ -1,20 +1,23 @@
-"""Speedups of a compiled mode over a baseline: the study's findings 4, 5 and 6, with
+"""Speedups of a compiled mode over a baseline of one backend (`Comparison`): the study's
+findings 4, 5 and 6, with
 confidence intervals, the eager -> graph -> XLA decomposition and the compile-time break-even."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import pandas as pd
 
 from xlabench.analysis.intervals import RatioSide, ratio_intervals
+from xlabench.analysis.kinds import kind_group
 from xlabench.analysis.native import native_step
 from xlabench.analysis.ranking import RankRule, rank
-from xlabench.analysis.select import (
-    PAIR_KEYS,
-    Comparison,
-    kind_group,
-    latest_per_config,
-    most_common,
-)
+from xlabench.analysis.result_rows import CONFIG_KEYS, latest_per_config
+from xlabench.core import BACKEND_MODES, COMPILED_MODES, UserError
+
+#: A baseline and a compiled run are a pair when they agree on everything but the mode.
+PAIR_KEYS = tuple(k for k in CONFIG_KEYS if k != "mode")
 
 SPEEDUP_METRICS = {  # metric column -> (CI low column, CI high column)
     "speedup_abs_sps": ("speedup_abs_ci_low_sps", "speedup_abs_ci_high_sps"),
@@ -27,6 +30,40 @@ _SIDE_COLUMNS = (
     "params_m", "provenance", "id", "process_sps", "process_rounds", "processes",
 )
 _SHARED = ("family", "kind", "gmacs_per_image", "params_m", "provenance")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A compiled mode against a baseline mode of one backend (the study: TF xla vs eager)."""
+
+    backend: str = "tensorflow"
+    baseline_mode: str = "eager"
+    compiled_mode: str = "xla"
+
+    @property
+    def label(self) -> str:
+        return f"{self.backend} {self.compiled_mode} vs {self.baseline_mode}"
+
+
+def comparison_for(backend: str = "tensorflow", baseline: str | None = None) -> Comparison:
+    """The comparison a user asked for; a UserError names what is possible otherwise.
+
+    Args:
+        backend: tensorflow, jax or torch.
+        baseline: a non-compiled mode of that backend; default its eager mode.
+    """
+    if backend not in BACKEND_MODES:
+        raise UserError(f"unknown backend {backend!r}; choose from {', '.join(BACKEND_MODES)}")
+    modes = BACKEND_MODES[backend]
+    baselines = [m for m in modes if m not in COMPILED_MODES]
+    baseline = baseline or baselines[0]
+    if baseline not in baselines:
+        raise UserError(
+            f"backend {backend} has no baseline mode {baseline!r}; "
+            f"choose from {', '.join(baselines)}"
+        )
+    compiled = next(m for m in modes if m in COMPILED_MODES)
+    return Comparison(backend, baseline, compiled)
 
 
 def paired_runs(results: pd.DataFrame, backend: str, baseline: str, compiled: str) -> pd.DataFrame:
@@ -125,6 +162,15 @@ def default_slice(speedups: pd.DataFrame) -> tuple[str | None, int | None]:
         return None, None
     resolution = most_common(speedups.loc[speedups["device"] == device, "resolution"])
     return str(device), None if resolution is None else int(resolution)
+
+
+def most_common(values: pd.Series) -> Any:
+    """The most frequent value (ties: the smallest), or None for no values."""
+    counts = values.dropna().value_counts()
+    if counts.empty:
+        return None
+    top = counts[counts == counts.max()].index
+    return sorted(top)[0]
 
 
 def family_rule(metric: str) -> RankRule:

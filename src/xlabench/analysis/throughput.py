@@ -1,4 +1,4 @@
-"""Throughput rankings: the study's findings 1, 2, 3 and 7."""
+"""Throughput rankings (the study's findings 1, 2, 3 and 7) and throughput against batch size."""
 
 from __future__ import annotations
 
@@ -6,10 +6,17 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from xlabench.analysis.kinds import NON_CNN_KINDS
 from xlabench.analysis.ranking import RankRule, rank
-from xlabench.analysis.select import NON_CNN_KINDS, Comparison, mode_rows
+from xlabench.analysis.result_rows import latest_per_config, mode_rows
+from xlabench.analysis.speedup import Comparison
 
 MOBILENET_FAMILIES = ("MobileNet_V1", "MobileNet_V2", "MobileNet_V3")
+#: One series of the batch-size chart: a configuration but its batch size.
+CONFIG_BUT_BATCH = (
+    "origin", "source", "device", "model", "resolution", "precision", "weights", "tf32",
+    "backend", "mode",
+)
 
 
 def top_models_rule(n: int | None = 10) -> RankRule:
@@ -122,3 +129,20 @@ def slower_than(
         slower=both["throughput_sps_slow"] < both["throughput_sps_fast"],
         within_noise=overlap.astype("boolean").mask(no_ci, pd.NA),
     )
+
+
+def throughput_vs_batch_size(results: pd.DataFrame) -> pd.DataFrame:
+    """Configurations measured at two or more batch sizes, one row per batch size.
+
+    Returns:
+        Runs with `series` (a label for the configuration but its batch size), sorted by
+        series and batch size.
+    """
+    runs = latest_per_config(results)
+    sizes = runs.groupby(list(CONFIG_BUT_BATCH), dropna=False)["batch_size"].transform("nunique")
+    runs = runs[sizes >= 2]
+    series = (runs["model"] + " " + runs["backend"] + "/" + runs["mode"] + " "
+              + runs["precision"] + " @" + runs["resolution"].astype(str) + " on "
+              + runs["device"].astype(str)
+              + runs["origin"].map({"published": " (published)", "local": ""}))
+    return runs.assign(series=series).sort_values(["series", "batch_size"]).reset_index(drop=True)

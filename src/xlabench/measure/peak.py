@@ -1,7 +1,7 @@
 """The device's measured peak: the best dense matrix-multiply throughput of the GEMM libraries
 installed, fp32 and bf16, in GFLOP/s, stored beside the CPU's theoretical peak.
 
-CPUs have no datasheet peak in `analysis.compute` (it depends on cores, clocks, vector width
+CPUs have no datasheet peak in `analysis.gflops` (it depends on cores, clocks, vector width
 and matrix units such as AMX), so "% of peak" on a CPU is read against a measured one. One
 library's GEMM is not the device's roof: on a 2-core Zen machine `torch.matmul` reached about
 155 GFLOP/s fp32 where NumPy's OpenBLAS reached 200 and an OpenVINO MatMul 185, and a model

@@ -17,7 +17,8 @@ from xlabench.analysis import (
     top_models,
     top_models_rule,
 )
-from xlabench.analysis.select import NON_CNN_KINDS, core_counts_differ
+from xlabench.analysis.kinds import NON_CNN_KINDS
+from xlabench.analysis.result_rows import core_counts_differ
 from xlabench.report.charts import ChartSpec
 from xlabench.report.model import (
     HOVER_PAIR,

@@ -1,11 +1,11 @@
-"""Throughput against batch size, achieved GFLOP/s against the device's peak, and the same
-model across backends."""
+"""Achieved GFLOP/s against the device's peak: a GPU's FP32 datasheet peak, a CPU's matmul
+peak measured once per environment (`measure.peak`)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from xlabench.analysis.select import latest_per_config
+from xlabench.analysis.result_rows import latest_per_config
 
 #: Dense FP32 peak (CUDA cores, no tensor cores) in TFLOP/s, from NVIDIA's datasheets.
 #: V100, H100 and H200 are the SXM parts (V100 PCIe: 14, H100 PCIe: 51), so a PCIe card's
@@ -19,16 +19,6 @@ PEAK_FP32_TFLOPS: dict[str, float] = {
     "h100": 67.0,
     "h200": 67.0,
 }
-CONFIG_BUT_BATCH = (
-    "origin", "source", "device", "model", "resolution", "precision", "weights", "tf32",
-    "backend", "mode",
-)
-CONFIG_BUT_BACKEND = (
-    "origin", "source", "device", "model", "resolution", "batch_size", "precision", "weights",
-    "tf32",
-)
-
-
 PEAK_DATASHEET = "datasheet"
 #: Which measured peak a CPU row is read against: a `mixed` policy does its matmuls in bf16.
 MEASURED_PEAK_DTYPE = {"fp32": "fp32", "bf16": "bf16", "mixed": "bf16"}
@@ -48,7 +38,7 @@ def achieved_gflops(results: pd.DataFrame) -> pd.DataFrame:
     A share is never above 100%: where a row achieves more than its peak, `pct_of_peak` is
     NaN and `peak_note` says so (the FLOP count, the precision actually executed or the peak
     itself is off); "" elsewhere. `sps_per_core` comes with every result's row
-    (`select.per_core`).
+    (`result_rows.per_core`).
     """
     runs = latest_per_config(results)
     runs = runs[runs["gflops_per_image"].notna()]
@@ -108,50 +98,3 @@ def _measured_peak(runs: pd.DataFrame) -> pd.DataFrame:
             if stored in runs:
                 found[key] = found[key].where(~rows, runs[stored])
     return found
-
-
-def throughput_vs_batch_size(results: pd.DataFrame) -> pd.DataFrame:
-    """Configurations measured at two or more batch sizes, one row per batch size.
-
-    Returns:
-        Runs with `series` (a label for the configuration but its batch size), sorted by
-        series and batch size.
-    """
-    runs = latest_per_config(results)
-    sizes = runs.groupby(list(CONFIG_BUT_BATCH), dropna=False)["batch_size"].transform("nunique")
-    runs = runs[sizes >= 2]
-    series = (runs["model"] + " " + runs["backend"] + "/" + runs["mode"] + " "
-              + runs["precision"] + " @" + runs["resolution"].astype(str) + " on "
-              + runs["device"].astype(str)
-              + runs["origin"].map({"published": " (published)", "local": ""}))
-    return runs.assign(series=series).sort_values(["series", "batch_size"]).reset_index(drop=True)
-
-
-def backend_comparison(results: pd.DataFrame) -> pd.DataFrame:
-    """The same model and configuration measured on two or more backends.
-
-    Returns:
-        One row per backend and mode, with `backend_mode` (e.g. ``jax/xla``) and
-        `vs_fastest_pct`: its throughput relative to the fastest backend/mode of that config.
-    """
-    runs = latest_per_config(results)
-    keys = list(CONFIG_BUT_BACKEND)
-    backends = runs.groupby(keys, dropna=False)["backend"].transform("nunique")
-    runs = runs[backends >= 2]
-    fastest = runs.groupby(keys, dropna=False)["throughput_sps"].transform("max")
-    return runs.assign(
-        backend_mode=runs["backend"] + "/" + runs["mode"],
-        vs_fastest_pct=100 * runs["throughput_sps"] / fastest,
-    ).sort_values([*keys, "throughput_sps"], ascending=[True] * len(keys) + [False]) \
-        .reset_index(drop=True)
-
-
-def backend_comparison_wide(comparison: pd.DataFrame) -> pd.DataFrame:
-    """`backend_comparison` with one column of throughput per backend/mode."""
-    keys = [k for k in CONFIG_BUT_BACKEND if k != "source"]
-    if comparison.empty:
-        return pd.DataFrame(columns=keys)
-    wide = comparison.pivot_table(index=keys, columns="backend_mode", values="throughput_sps",
-                                  aggfunc="max")
-    wide.columns = [str(c) for c in wide.columns]
-    return wide.reset_index()

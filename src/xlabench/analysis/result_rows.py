@@ -1,13 +1,13 @@
-"""Which rows a finding uses: successful runs, one per configuration, one backend's modes."""
+"""A result's row: the processes of one result combined into the figure stored for it, and
+one such row per configuration (the latest). Every finding reads these rows, never the raw
+processes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from xlabench.core import BACKEND_MODES, COMPILED_MODES, UserError
 from xlabench.core.result import ONE_PROCESS_METHOD, Result
 
 #: What identifies one configuration. Rows from different sources (each imported file, or
@@ -16,45 +16,6 @@ CONFIG_KEYS = (
     "source", "origin", "device", "model", "resolution", "batch_size", "precision", "weights",
     "tf32", "backend", "mode", "runner",
 )
-#: A baseline and a compiled run are a pair when they agree on everything but the mode.
-PAIR_KEYS = tuple(k for k in CONFIG_KEYS if k != "mode")
-
-NON_CNN_KINDS = ("transformer", "mlp", "hybrid")
-KIND_GROUPS = {"cnn": "CNN", **dict.fromkeys(NON_CNN_KINDS, "non-CNN"), "detector": "detector"}
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """A compiled mode against a baseline mode of one backend (the study: TF xla vs eager)."""
-
-    backend: str = "tensorflow"
-    baseline_mode: str = "eager"
-    compiled_mode: str = "xla"
-
-    @property
-    def label(self) -> str:
-        return f"{self.backend} {self.compiled_mode} vs {self.baseline_mode}"
-
-
-def comparison_for(backend: str = "tensorflow", baseline: str | None = None) -> Comparison:
-    """The comparison a user asked for; a UserError names what is possible otherwise.
-
-    Args:
-        backend: tensorflow, jax or torch.
-        baseline: a non-compiled mode of that backend; default its eager mode.
-    """
-    if backend not in BACKEND_MODES:
-        raise UserError(f"unknown backend {backend!r}; choose from {', '.join(BACKEND_MODES)}")
-    modes = BACKEND_MODES[backend]
-    baselines = [m for m in modes if m not in COMPILED_MODES]
-    baseline = baseline or baselines[0]
-    if baseline not in baselines:
-        raise UserError(
-            f"backend {backend} has no baseline mode {baseline!r}; "
-            f"choose from {', '.join(baselines)}"
-        )
-    compiled = next(m for m in modes if m in COMPILED_MODES)
-    return Comparison(backend, baseline, compiled)
 
 
 def successful(results: pd.DataFrame) -> pd.DataFrame:
@@ -191,17 +152,3 @@ def mode_rows(results: pd.DataFrame, backend: str, mode: str) -> pd.DataFrame:
     """Latest successful runs of one backend in one mode."""
     latest = latest_per_config(results)
     return latest[(latest["backend"] == backend) & (latest["mode"] == mode)]
-
-
-def most_common(values: pd.Series) -> Any:
-    """The most frequent value (ties: the smallest), or None for no values."""
-    counts = values.dropna().value_counts()
-    if counts.empty:
-        return None
-    top = counts[counts == counts.max()].index
-    return sorted(top)[0]
-
-
-def kind_group(kind: object) -> str:
-    """CNN, non-CNN (transformer, mlp, hybrid), detector, or unknown."""
-    return KIND_GROUPS.get(str(kind), "unknown")
