@@ -54,7 +54,7 @@ def test_the_combined_interval_covers_the_true_value_95_percent(
 
 
 def test_a_two_level_percentile_bootstrap_would_undercover_at_three_processes() -> None:
-    """Why we do not use it (docs/NOTES.md): resampling 3 processes, then their samples, gives
+    """Why we do not use it (docs/method.md): resampling 3 processes, then their samples, gives
     an interval about as wide as the range of 3 medians, which misses the truth ~25% of the
     time. The t interval on the same data holds ~95%."""
     rng = random.Random(SEED)

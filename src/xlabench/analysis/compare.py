@@ -17,9 +17,9 @@ against a threshold t (DEFAULT_THRESHOLD):
     inconclusive  otherwise (the interval is too wide to tell), and always for two separate
                   runs of which neither carries a between-run variation: their interval knows
                   only how processes of one run differ, and separate runs here differed by up
-                  to 57% (docs/NOTES.md), so it cannot hold a repetition; keep the baseline in
-                  a database with re-runs (each result then carries the machine's), or compare
-                  results measured interleaved in one sweep (paired)
+                  to 57% (docs/measurements.md), so it cannot hold a repetition; keep the
+                  baseline in a database with re-runs (each result then carries the machine's),
+                  or compare results measured interleaved in one sweep (paired)
     insufficient data   either side failed or has fewer than two processes
 
 Databases are opened read-only and never created, migrated or written.
@@ -43,7 +43,7 @@ from xlabench.store.db import require_sqlite_header
 from xlabench.store.schema import APPLICATION, SCHEMA_VERSION
 
 #: A ratio counts as a change only beyond ±5%: below that, re-runs of the same software on a
-#: quiet machine differ by about as much (docs/NOTES.md), so "same" means "within 5%".
+#: quiet machine differ by about as much (docs/measurements.md), so "same" means "within 5%".
 DEFAULT_THRESHOLD = 0.05
 SLOWER, FASTER, SAME, INCONCLUSIVE, INSUFFICIENT = (
     "slower", "faster", "same", "inconclusive", "insufficient data")

@@ -9,7 +9,7 @@ geometric mean of the process medians. Within-process noise is inside each proce
 the spread of the medians already carries both levels; resampling the samples again (a
 two-level bootstrap) counts it twice, and a percentile bootstrap over 3-5 processes is far too
 narrow (at k = 3 its interval is about the range of the medians, which covers the median with
-~75%). docs/NOTES.md has the simulation; tests/unit/test_combine.py checks coverage.
+~75%). docs/method.md has the reasoning; tests/unit/test_combine.py checks coverage.
 
 Standard library only (the sweep, the store's callers and the analysis all use it).
 """
@@ -159,7 +159,7 @@ MIN_DRIFT_DF = 2
 #: How many re-runs' worth of evidence the machine's pooled between-run variance is about any
 #: one configuration: its prior weight (degrees of freedom) beside that configuration's own
 #: re-runs. Configurations on one machine drift very differently (on the 2-core VM of
-#: docs/NOTES.md one ran 38% apart between sessions while the pool said 7%), so the pool is a
+#: docs/measurements.md one ran 38% apart between sessions while the pool said 7%), so the pool is a
 #: weak prior, however many results it holds: a configuration's variance is taken as drawn
 #: around the pool with this many degrees of freedom (a scaled inverse chi-square), its own
 #: re-runs add theirs, and the interval's t quantile uses the sum.
