@@ -125,7 +125,7 @@ LATENCY_PICKS = """() => Array.from(document.querySelector(
 def test_the_latency_bound_changes_the_pick(page: Any, tmp_path: Path) -> None:
     from tests.report.conftest import deploy_records
     from tests.report.test_analysis import frame
-    from xlabench.report.deploy import deploy_finding
+    from xlabench.report.findings.deploy import deploy_finding
     from xlabench.report.html import html_page
     from xlabench.report.model import Context
 

@@ -24,7 +24,7 @@ from xlabench.analysis import (
 )
 from xlabench.core import Parity, Status
 from xlabench.report import build_findings
-from xlabench.report.deploy import deploy_finding
+from xlabench.report.findings.deploy import deploy_finding
 from xlabench.report.html import html_page
 from xlabench.report.markdown import markdown_report, markdown_table
 from xlabench.report.model import Context, Finding, ReportOptions

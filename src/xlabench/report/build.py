@@ -9,13 +9,11 @@ import pandas as pd
 
 from xlabench.analysis import default_slice, most_common, speedup_table
 from xlabench.core import utc_now
-from xlabench.report.beyond import beyond_findings
-from xlabench.report.deploy import deploy_finding
+from xlabench.report.findings import all_findings
 from xlabench.report.html import html_page
 from xlabench.report.markdown import markdown_report
 from xlabench.report.model import Context, Finding, ReportOptions
 from xlabench.report.png import write_png
-from xlabench.report.study import study_findings
 
 
 @dataclass(frozen=True)
@@ -33,7 +31,7 @@ def build_findings(results: pd.DataFrame, options: ReportOptions) -> list[Findin
     speedups = speedup_table(results, options.comparison)
     device, resolution = chosen_slice(speedups, options)
     ctx = Context(results, options, speedups, device, resolution)
-    return [deploy_finding(ctx), *study_findings(ctx), *beyond_findings(ctx)]
+    return all_findings(ctx)
 
 
 def chosen_slice(speedups: pd.DataFrame, options: ReportOptions) -> tuple[str | None, int | None]:

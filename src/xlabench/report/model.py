@@ -51,6 +51,19 @@ SPS = Column("throughput_sps", "samples/s [CI]", "sps",
              ci=("throughput_sps_ci_low", "throughput_sps_ci_high"))
 PROVENANCE = Column("provenance", "provenance", "text")
 NOISE = Column("within_noise", "order vs neighbours", "noise")
+#: What names a pair of runs that differ only in mode (speedups, per-configuration tables).
+PAIR_COLUMNS = (
+    Column("device", "device"), Column("model", "model"), Column("resolution", "res", "int"),
+    Column("batch_size", "batch", "int"), Column("precision", "precision"),
+)
+RATIO = Column("speedup_ratio", "speedup [95% CI]", "ratio",
+               ci=("speedup_ratio_ci_low", "speedup_ratio_ci_high"))
+#: What names one program run by two runners (python and native).
+CONFIG_COLUMNS = (
+    Column("model", "model"), Column("device", "device"), Column("resolution", "res", "int"),
+    Column("batch_size", "batch", "int"), Column("precision", "precision"),
+    Column("backend", "backend"), Column("mode", "mode"),
+)
 HOVER_RUN = (
     ("model", "model"), ("family", "family"), ("device", "device"),
     ("resolution", "resolution"), ("batch_size", "batch"), ("backend", "backend"),

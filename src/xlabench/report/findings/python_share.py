@@ -1,26 +1,15 @@
-"""Python's share: the same compiled program timed from Python and from xlabench-native, and
-the native artifacts' build stages shown beside the compile times."""
+"""Python's share: the same compiled program timed from Python (the worker) and from C++
+(xlabench-native)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from xlabench.analysis import (
-    NATIVE_STAGES,
-    RankRule,
-    native_stage_times,
-    python_share,
-    stage_column,
-)
+from xlabench.analysis import RankRule, python_share
 from xlabench.report.charts import ChartSpec, HLine
-from xlabench.report.model import PROVENANCE, Context, Finding
+from xlabench.report.model import CONFIG_COLUMNS, PROVENANCE, Context, Finding
 from xlabench.report.tables import Column, Table
 
-CONFIG_COLUMNS = (
-    Column("model", "model"), Column("device", "device"), Column("resolution", "res", "int"),
-    Column("batch_size", "batch", "int"), Column("precision", "precision"),
-    Column("backend", "backend"), Column("mode", "mode"),
-)
 SHARE_RATIO = Column("native_over_python", "native/python [95% CI]", "ratio",
                      ci=("native_over_python_ci_low", "native_over_python_ci_high"))
 SHARE_NOTE = (
@@ -40,22 +29,6 @@ def compiler_word(same: object) -> str:
     if same is True:
         return "same"
     return "differs" if same is False else "not recorded"
-
-
-STAGE_NAMES = {"native_load": "native load", "native_prepare": "native prepare"}
-
-
-def stage_name(stage: str) -> str:
-    """How the report names a compile stage (``native_load`` -> ``native load``)."""
-    return STAGE_NAMES.get(stage, stage.replace("_", " "))
-
-
-def _stages(frame: pd.DataFrame) -> list[str]:
-    """The stages a stage-times frame has, in `NATIVE_STAGES` order, then any other."""
-    stored = [c.removeprefix("stage_").removesuffix("_s") for c in frame.columns
-              if c.startswith("stage_")]
-    return [s for s in NATIVE_STAGES if s in stored] + [s for s in stored
-                                                       if s not in NATIVE_STAGES]
 
 
 def python_share_finding(ctx: Context) -> Finding:
@@ -129,32 +102,3 @@ def _share_summary(table: pd.DataFrame) -> list[str]:
     if not significant.any():
         lines.append("No configuration differs significantly from 1.00.")
     return lines
-
-
-def native_stage_table(ctx: Context) -> Table:
-    """Export, package and load times of each native artifact, beside the compile times."""
-    frame = native_stage_times(ctx.results)
-    columns = (
-        *CONFIG_COLUMNS,
-        *(Column(stage_column(s), f"{stage_name(s)} s", "s") for s in _stages(frame)),
-        Column("stages_total_s", "artifact total s", "s"),
-        Column("compile_s", "native first call - steady s", "s"),
-        Column("python_compile_s", "python compile s", "s"), PROVENANCE,
-    )
-    return Table("Native artifacts: export, package and load", frame, columns, note=(
-        "Stages of the native runner, latest process: export (and package for AOTInductor) in "
-        "Python, native load and prepare (PJRT: the plugin's compile) in xlabench-native. "
-        "'python compile s': the Python runner's compile + first call of the same program."),
-        empty="No native runs.")
-
-
-def stage_summary(table: Table) -> list[str]:
-    """Median stage times of the native artifacts, one line."""
-    frame = table.frame
-    if frame.empty:
-        return []
-    parts = [f"{stage_name(s)} {frame[stage_column(s)].median():.2f} s" for s in _stages(frame)]
-    total = frame["stages_total_s"].median()
-    return [f"Native artifacts ({len(frame)} configurations), median "
-            + ", ".join(parts) + (f"; {total:.2f} s in all before the first native call."
-                                  if pd.notna(total) else ".")]
