@@ -25,11 +25,14 @@ $(STAMP): pyproject.toml requirements/dev.txt
 	touch $(STAMP)
 
 # xlabench-native (native/): configured against the SDKs in .venv's wheels; a runtime whose
-# SDK is missing is left out (`xlabench-native --list`). Needs Debian's cmake and g++.
+# SDK is missing is left out (`xlabench-native --list`). Needs Debian's cmake, g++ and
+# nlohmann-json3-dev (the JSON library; header-only).
+NATIVE_PACKAGES := cmake g++ nlohmann-json3-dev
 native-tools:
-	@command -v cmake >/dev/null 2>&1 && command -v g++ >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq cmake g++ >/dev/null; \
-	  else echo "install Debian's cmake and g++ (sudo apt-get install cmake g++) for xlabench-native"; exit 1; fi; }
+	@command -v cmake >/dev/null 2>&1 && command -v g++ >/dev/null 2>&1 \
+	  && [ -f /usr/include/nlohmann/json.hpp ] || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq $(NATIVE_PACKAGES) >/dev/null; \
+	  else echo "install Debian's $(NATIVE_PACKAGES) (sudo apt-get install $(NATIVE_PACKAGES)) for xlabench-native"; exit 1; fi; }
 
 native-build: $(STAMP) native-tools
 	cmake -S native -B $(NATIVE_BUILD) -G "$(CMAKE_GENERATOR)" -DCMAKE_BUILD_TYPE=Release \

@@ -3,14 +3,19 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
-#include <sstream>
 #include <sys/stat.h>
 
 #include "measure/stats.h"
+#include "util/files.h"
 
 namespace xlabench {
 namespace {
+
+using Json = nlohmann::json;
+// What the runner prints: keys in the order they are written (nlohmann::json sorts them).
+using OrderedJson = nlohmann::ordered_json;
 
 constexpr const char* kUsage =
     "usage: xlabench-native --list | run ARTIFACT_DIR --spec SPEC.json";
@@ -49,11 +54,40 @@ bool is_directory(const std::string& path) {
   return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
-double number_or(const json::Value& object, const char* key, double fallback) {
-  return object.has(key) ? object.at(key).as_number() : fallback;
+// A number that is not a count where a count is wanted (2.5 steps).
+class BadValue : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A count: an integer, or a number with no fractional part (5.0), as Python writes either.
+long integer(const Json& value) {
+  if (value.is_number_integer()) return value.get<long>();
+  const double d = value.get<double>();  // nlohmann's type_error for a non-number
+  if (std::floor(d) != d || std::abs(d) > 9e15)
+    throw BadValue("expected an integer, got " + value.dump());
+  return static_cast<long>(d);
 }
-long integer_or(const json::Value& object, const char* key, long fallback) {
-  return object.has(key) ? object.at(key).as_integer() : fallback;
+double number_or(const Json& object, const char* key, double fallback) {
+  return object.contains(key) ? object.at(key).get<double>() : fallback;
+}
+long integer_or(const Json& object, const char* key, long fallback) {
+  return object.contains(key) ? integer(object.at(key)) : fallback;
+}
+
+// Reads a JSON document; every way it can be bad (unreadable, not JSON, a missing key, a value
+// of the wrong type) becomes one `Error` whose message starts with `what`.
+template <typename Error, typename Read>
+auto read_document(const std::string& what, Read&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const FileError& e) {
+    throw Error(what + e.what());
+  } catch (const BadValue& e) {
+    throw Error(what + e.what());
+  } catch (const Json::exception& e) {
+    throw Error(what + json_reason(e));
+  }
 }
 
 struct RunSpec {
@@ -65,12 +99,10 @@ struct RunSpec {
 // The spec file: {"measure": MeasureSettings fields, "latency_budget_s": s, "threads": n,
 // "self_check_rounds": r}.
 RunSpec read_spec(const std::string& path) {
-  json::Value doc;
   RunSpec spec;
-  try {
-    doc = json::parse_file(path);
-    const json::Value empty = json::Value::object({});
-    const json::Value& m = doc.has("measure") ? doc.at("measure") : empty;
+  read_document<UsageError>("bad spec: ", [&] {
+    const Json doc = read_json(path);
+    const Json m = doc.value("measure", Json::object());
     timing::Settings& s = spec.settings;
     s.target_rel_ci = number_or(m, "target_rel_ci", s.target_rel_ci);
     s.min_sample_s = number_or(m, "min_sample_s", s.min_sample_s);
@@ -84,9 +116,7 @@ RunSpec read_spec(const std::string& path) {
     s.latency_budget_s = number_or(doc, "latency_budget_s", s.latency_budget_s);
     spec.options.threads = static_cast<int>(integer_or(doc, "threads", 1));
     spec.self_check_rounds = integer_or(doc, "self_check_rounds", 0);
-  } catch (const json::ParseError& e) {
-    throw UsageError(std::string("bad spec: ") + e.what());
-  }
+  });
   const std::string problem = timing::validate(spec.settings);
   if (!problem.empty()) throw UsageError("bad spec: " + problem);
   if (spec.options.threads < 1) throw UsageError("bad spec: threads must be >= 1");
@@ -104,14 +134,14 @@ std::vector<float> read_floats(const std::string& path, std::size_t count) {
   return data;
 }
 
-Tensor read_input(const Artifact& artifact, const json::Value& entry) {
+Tensor read_input(const Artifact& artifact, const Json& entry) {
   Tensor tensor;
   std::size_t count = 1;
-  for (const auto& dim : entry.at("shape").as_array()) {
-    tensor.shape.push_back(dim.as_integer());
+  for (const auto& dim : entry.at("shape")) {
+    tensor.shape.push_back(integer(dim));
     count *= static_cast<std::size_t>(tensor.shape.back());
   }
-  tensor.data = read_floats(artifact.path(entry.at("file").as_string()), count);
+  tensor.data = read_floats(artifact.path(entry.at("file").get<std::string>()), count);
   return tensor;
 }
 
@@ -119,13 +149,12 @@ Artifact read_artifact(const std::string& dir) {
   if (!is_directory(dir)) throw UsageError("artifact directory " + dir + " does not exist");
   Artifact artifact;
   artifact.dir = dir;
-  try {
-    artifact.manifest = json::parse_file(artifact.path("artifact.json"));
-    for (const auto& entry : artifact.manifest.at("inputs").as_array())
-      artifact.inputs.push_back(read_input(artifact, entry));
-  } catch (const json::ParseError& e) {
-    throw RuntimeError(std::string("bad artifact manifest: ") + e.what());
-  }
+  read_document<RuntimeError>("bad artifact manifest: ", [&] {
+    artifact.manifest = read_json(artifact.path("artifact.json"));
+    const Json& inputs = artifact.manifest.at("inputs");
+    if (!inputs.is_array()) throw BadValue("inputs is not an array");
+    for (const auto& entry : inputs) artifact.inputs.push_back(read_input(artifact, entry));
+  });
   return artifact;
 }
 
@@ -136,30 +165,25 @@ void write_floats(const std::string& path, const std::vector<float>& data) {
   if (!out) throw RuntimeError("cannot write " + path);
 }
 
-void write_settings(json::Writer& w, const RunSpec& spec) {
+OrderedJson settings_json(const RunSpec& spec) {
   const timing::Settings& s = spec.settings;
-  w.key("settings").begin_object();
-  w.key("target_rel_ci").value(s.target_rel_ci).key("min_sample_s").value(s.min_sample_s);
-  w.key("min_samples").value(s.min_samples).key("max_samples").value(s.max_samples);
-  w.key("warmup_min_steps").value(s.warmup_min_steps);
-  w.key("warmup_min_s").value(s.warmup_min_s).key("warmup_max_s").value(s.warmup_max_s);
-  w.key("budget_s").value(s.budget_s).key("latency_steps").value(s.latency_steps);
-  w.key("latency_budget_s").value(s.latency_budget_s);
-  w.key("threads").value(static_cast<long>(spec.options.threads));
-  w.end_object();
+  return {{"target_rel_ci", s.target_rel_ci}, {"min_sample_s", s.min_sample_s},
+          {"min_samples", s.min_samples}, {"max_samples", s.max_samples},
+          {"warmup_min_steps", s.warmup_min_steps}, {"warmup_min_s", s.warmup_min_s},
+          {"warmup_max_s", s.warmup_max_s}, {"budget_s", s.budget_s},
+          {"latency_steps", s.latency_steps}, {"latency_budget_s", s.latency_budget_s},
+          {"threads", spec.options.threads}};
 }
 
 // Writes each output as raw float32 next to the artifact and describes it in the JSON.
-void write_outputs(json::Writer& w, const Artifact& artifact, const std::vector<Tensor>& outputs) {
-  w.key("outputs").begin_array();
+OrderedJson outputs_json(const Artifact& artifact, const std::vector<Tensor>& outputs) {
+  OrderedJson described = OrderedJson::array();
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const std::string file = "native_output_" + std::to_string(i) + ".bin";
     write_floats(artifact.path(file), outputs[i].data);
-    w.begin_object().key("file").value(file).key("shape").begin_array();
-    for (const auto dim : outputs[i].shape) w.value(static_cast<long>(dim));
-    w.end_array().end_object();
+    described.push_back({{"file", file}, {"shape", outputs[i].shape}});
   }
-  w.end_array();
+  return described;
 }
 
 // The harness checking itself against the steady clock, read here and never through the
@@ -255,37 +279,37 @@ Measured measure(Runtime& runtime, const Artifact& artifact, const RunSpec& spec
   return m;
 }
 
-void write_self_check(json::Writer& w, long rounds, const SelfCheck& check) {
-  w.key("self_check").begin_object().key("rounds").value(rounds).key("steps").value(check.steps);
-  w.key("library_s").numbers(check.library_s).key("wrapped_s").numbers(check.wrapped_s);
-  w.key("independent_s").numbers(check.independent_s).end_object();
+OrderedJson self_check_json(long rounds, const SelfCheck& check) {
+  return {{"rounds", rounds}, {"steps", check.steps}, {"library_s", check.library_s},
+          {"wrapped_s", check.wrapped_s}, {"independent_s", check.independent_s}};
 }
 
+// One line: keys in the order they were added, numbers in their shortest round-trip form (an
+// integral double with ".0"; a non-finite one as null), text as UTF-8 (a byte that is not UTF-8
+// becomes U+FFFD rather than an error).
+std::string print(const OrderedJson& doc) {
+  return doc.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
+}
+
+// The result runner/native.py reads (SCHEMA_VERSION there); native/tests/golden/ pins its text.
 std::string result_json(const std::string& name, const Runtime& runtime, const Artifact& artifact,
                         const RunSpec& spec, const Measured& m) {
-  json::Writer w;
-  w.begin_object();
-  w.key("schema_version").value(static_cast<long>(kSchemaVersion));
-  w.key("program").value(kMarker).key("pid").value(static_cast<long>(getpid()));
-  w.key("runtime").value(name).key("runtime_metadata").begin_object();
-  for (const auto& [k, v] : runtime.metadata()) w.key(k).value(v);
-  w.end_object();
-  write_settings(w, spec);
-  w.key("stages_s").begin_object().key("load").value(m.load_s);
-  w.key("prepare").value(m.prepare_s).end_object();
-  w.key("first_call_s").value(m.first_call_s);
-  w.key("warmup").begin_object().key("steps").value(m.warm.steps);
-  w.key("seconds").value(m.warm.seconds).key("step_s").numbers(m.warm.step_s);
-  w.key("steady").value(m.warm.steady).end_object();
-  w.key("calibration_step_s").value(m.calibration_step_s);
-  w.key("throughput").begin_object().key("steps_per_sample").value(m.samples.steps_per_sample);
-  w.key("sample_s").numbers(m.samples.sample_s).key("target_met").value(m.samples.target_met);
-  w.end_object();
-  w.key("latency").begin_object().key("step_s").numbers(m.latency_s).end_object();
-  if (spec.self_check_rounds > 0) write_self_check(w, spec.self_check_rounds, m.self_check);
-  write_outputs(w, artifact, m.outputs);
-  w.end_object();
-  return w.str();
+  OrderedJson doc = {{"schema_version", kSchemaVersion}, {"program", kMarker},
+                     {"pid", static_cast<long>(getpid())}, {"runtime", name}};
+  doc["runtime_metadata"] = OrderedJson(runtime.metadata());
+  doc["settings"] = settings_json(spec);
+  doc["stages_s"] = {{"load", m.load_s}, {"prepare", m.prepare_s}};
+  doc["first_call_s"] = m.first_call_s;
+  doc["warmup"] = {{"steps", m.warm.steps}, {"seconds", m.warm.seconds},
+                   {"step_s", m.warm.step_s}, {"steady", m.warm.steady}};
+  doc["calibration_step_s"] = m.calibration_step_s;
+  doc["throughput"] = {{"steps_per_sample", m.samples.steps_per_sample},
+                       {"sample_s", m.samples.sample_s}, {"target_met", m.samples.target_met}};
+  doc["latency"] = {{"step_s", m.latency_s}};
+  if (spec.self_check_rounds > 0)
+    doc["self_check"] = self_check_json(spec.self_check_rounds, m.self_check);
+  doc["outputs"] = outputs_json(artifact, m.outputs);
+  return print(doc);
 }
 
 int run(const std::vector<std::string>& args, const Registry& registry,
@@ -293,7 +317,7 @@ int run(const std::vector<std::string>& args, const Registry& registry,
   const RunArgs parsed = parse_run_args(args);
   const RunSpec spec = read_spec(parsed.spec_path);
   const Artifact artifact = read_artifact(parsed.artifact_dir);
-  const std::string name = artifact.manifest.at("runtime").as_string();
+  const std::string name = artifact.manifest.at("runtime").get<std::string>();
   std::unique_ptr<Runtime> runtime = create_runtime(registry, name);
   err << "xlabench-native: loading " << name << " artifact from " << artifact.dir << "\n";
   const Measured measured = measure(*runtime, artifact, spec, clock);
@@ -302,12 +326,9 @@ int run(const std::vector<std::string>& args, const Registry& registry,
 }
 
 int list(const Registry& registry, std::ostream& out) {
-  json::Writer w;
-  w.begin_object().key("schema_version").value(static_cast<long>(kSchemaVersion));
-  w.key("program").value(kMarker).key("runtimes").begin_array();
-  for (const auto& name : registry.names()) w.value(name);
-  w.end_array().end_object();
-  out << w.str() << "\n";
+  const OrderedJson doc = {
+      {"schema_version", kSchemaVersion}, {"program", kMarker}, {"runtimes", registry.names()}};
+  out << print(doc) << "\n";
   return 0;
 }
 
@@ -322,6 +343,9 @@ int run_cli(const std::vector<std::string>& args, const Registry& registry,
   } catch (const UsageError& e) {
     err << "xlabench-native: " << e.what() << "\n";
     return 2;
+  } catch (const Json::exception& e) {  // the spec's are UsageErrors: this is a manifest's
+    err << "xlabench-native: bad artifact manifest: " << json_reason(e) << "\n";
+    return 1;
   } catch (const std::exception& e) {
     err << "xlabench-native: " << e.what() << "\n";
     return 1;

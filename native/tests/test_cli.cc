@@ -1,15 +1,18 @@
 // The command line end to end with a fake runtime on a fake clock: exit codes, one-line errors,
-// and the JSON the Python worker reads.
+// and the JSON the Python worker reads (its exact text pinned by the files under golden/).
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "check.h"
 #include "cli.h"
+#include "util/files.h"
 
 using namespace xlabench;
+using Json = nlohmann::json;
 
 namespace {
 
@@ -19,7 +22,7 @@ double g_now = 0.0;
 class FakeRuntime final : public Runtime {
  public:
   void load(const Artifact& artifact, const Options&) override {
-    if (artifact.manifest.has("fail_load")) throw RuntimeError("fake: corrupt model file");
+    if (artifact.manifest.contains("fail_load")) throw RuntimeError("fake: corrupt model file");
     input_ = artifact.inputs.at(0);
   }
   void prepare() override { g_now += 1.0; }
@@ -30,7 +33,10 @@ class FakeRuntime final : public Runtime {
     for (auto& v : out.data) v *= 2;
     return {out};
   }
-  std::map<std::string, std::string> metadata() const override { return {{"version", "0"}}; }
+  // Text that needs escaping, and a byte that is not UTF-8 (printed as U+FFFD).
+  std::map<std::string, std::string> metadata() const override {
+    return {{"version", "0"}, {"note", "quote\" backslash\\ tab\t ctl\x01 \xc3\xa9 \xff"}};
+  }
 
  private:
   Tensor input_;
@@ -42,7 +48,9 @@ struct Result {
   std::string err;
 };
 
+// Each call starts the fake clock at 0, so a run's times do not depend on the calls before it.
 Result call(const std::vector<std::string>& args) {
+  g_now = 0.0;
   Registry registry;
   registry.add("fake", [] { return std::make_unique<FakeRuntime>(); });
   std::ostringstream out, err;
@@ -74,6 +82,9 @@ const char* kSpec =
     R"({"measure": {"target_rel_ci": 0.02, "min_sample_s": 0.1, "min_samples": 5,)"
     R"( "max_samples": 20, "warmup_min_steps": 3, "warmup_min_s": 0.05, "warmup_max_s": 1,)"
     R"( "budget_s": 2, "latency_steps": 4}, "latency_budget_s": 1, "threads": 2})";
+
+const char* kSelfCheckSpec =
+    R"({"measure": {"budget_s": 1, "warmup_min_s": 0.05}, "self_check_rounds": 3})";
 
 void write_artifact(const std::string& dir, const std::string& runtime) {
   write(dir + "/artifact.json", R"({"runtime": ")" + runtime +
@@ -118,20 +129,18 @@ void check_artifact_errors(const std::string& dir) {
 // R rounds of each block, each as long as a sample. The library's times are on the fake clock
 // (10 ms a step); the outside ones on the real steady clock, so only their count is known.
 void check_self_check(const std::string& dir) {
-  write(dir + "/check_spec.json",
-        R"({"measure": {"budget_s": 1, "warmup_min_s": 0.05}, "self_check_rounds": 3})");
   const Result checked = call({"run", dir, "--spec", dir + "/check_spec.json"});
   CHECK(checked.code == 0);
   if (checked.code != 0) std::cerr << checked.err;
-  const json::Value doc = json::parse(checked.out);
-  const json::Value& check = doc.at("self_check");
-  const long steps = doc.at("throughput").at("steps_per_sample").as_integer();
-  CHECK(check.at("rounds").as_integer() == 3 && check.at("steps").as_integer() == steps);
+  const Json doc = Json::parse(checked.out);
+  const Json& check = doc.at("self_check");
+  const long steps = doc.at("throughput").at("steps_per_sample").get<long>();
+  CHECK(check.at("rounds").get<long>() == 3 && check.at("steps").get<long>() == steps);
   for (const char* key : {"library_s", "wrapped_s", "independent_s"})
-    CHECK(check.at(key).as_array().size() == 3);
-  for (const auto& seconds : check.at("library_s").as_array())
-    CHECK(test::close(seconds.as_number(), 0.01 * static_cast<double>(steps), 1e-9));
-  for (const auto& seconds : check.at("independent_s").as_array()) CHECK(seconds.as_number() >= 0);
+    CHECK(check.at(key).size() == 3);
+  for (const auto& seconds : check.at("library_s"))
+    CHECK(test::close(seconds.get<double>(), 0.01 * static_cast<double>(steps), 1e-9));
+  for (const auto& seconds : check.at("independent_s")) CHECK(seconds.get<double>() >= 0);
   write(dir + "/bad_check.json", R"({"self_check_rounds": -1})");
   CHECK(call({"run", dir, "--spec", dir + "/bad_check.json"}).code == 2);
 }
@@ -139,50 +148,75 @@ void check_self_check(const std::string& dir) {
 void check_run(const std::string& dir) {
   const Result r = call({"run", dir, "--spec", dir + "/spec.json"});
   CHECK(r.code == 0);
-  const json::Value doc = json::parse(r.out);
-  CHECK(doc.at("schema_version").as_integer() == kSchemaVersion);
-  CHECK(doc.at("program").as_string() == kMarker);
-  CHECK(doc.at("pid").as_integer() == static_cast<long>(getpid()));
-  CHECK(doc.at("settings").at("threads").as_integer() == 2);
-  CHECK(test::close(doc.at("stages_s").at("prepare").as_number(), 1.0));
-  CHECK(test::close(doc.at("first_call_s").as_number(), 0.01));
-  const json::Value& tp = doc.at("throughput");
-  CHECK(tp.at("steps_per_sample").as_integer() == 10);
-  CHECK(tp.at("target_met").as_bool());
-  CHECK(tp.at("sample_s").as_array().size() == 5);
-  CHECK(doc.at("latency").at("step_s").as_array().size() == 4);
-  const json::Value& output = doc.at("outputs").as_array().at(0);
-  CHECK(output.at("shape").as_array().size() == 2);
-  std::ifstream in(dir + "/" + output.at("file").as_string(), std::ios::binary);
+  const Json doc = Json::parse(r.out);
+  CHECK(doc.at("schema_version").get<long>() == kSchemaVersion);
+  CHECK(doc.at("program").get<std::string>() == kMarker);
+  CHECK(doc.at("pid").get<long>() == static_cast<long>(getpid()));
+  CHECK(doc.at("settings").at("threads").get<long>() == 2);
+  CHECK(test::close(doc.at("stages_s").at("prepare").get<double>(), 1.0));
+  CHECK(test::close(doc.at("first_call_s").get<double>(), 0.01));
+  const Json& tp = doc.at("throughput");
+  CHECK(tp.at("steps_per_sample").get<long>() == 10);
+  CHECK(tp.at("target_met").get<bool>());
+  CHECK(tp.at("sample_s").size() == 5);
+  CHECK(doc.at("latency").at("step_s").size() == 4);
+  const Json& output = doc.at("outputs").at(0);
+  CHECK(output.at("shape").size() == 2);
+  std::ifstream in(dir + "/" + output.at("file").get<std::string>(), std::ios::binary);
   float values[4] = {};
   in.read(reinterpret_cast<char*>(values), sizeof values);
   CHECK(in.gcount() == sizeof values && values[0] == 2.0f && values[2] == 7.0f);
   check_self_check(dir);
-  CHECK(!json::parse(r.out).has("self_check"));
+  CHECK(!Json::parse(r.out).contains("self_check"));
   write(dir + "/artifact.json", R"({"runtime": "fake", "fail_load": 1, )"
                                 R"("inputs": [{"file": "input.bin", "shape": [2, 2]}]})");
   const Result failed = call({"run", dir, "--spec", dir + "/spec.json"});
   CHECK(failed.code == 1 && one_line_containing(failed, "corrupt model file"));
 }
 
-void check_list_and_numbers() {
+// The printed JSON, byte for byte, against GOLDEN_DIR/NAME: keys, their order, nesting, types
+// and number forms, as runner/native.py reads them. What changes from run to run is masked:
+// the pid, and the self-check's outside times (the real steady clock). To accept a deliberate
+// change, run with XLABENCH_UPDATE_GOLDEN=1 and review the diff.
+void check_golden(const Result& r, const std::string& golden_dir, const std::string& name) {
+  CHECK(r.code == 0);
+  std::string got = std::regex_replace(r.out, std::regex(R"("pid":\d+)"), R"("pid":0)");
+  got = std::regex_replace(got, std::regex(R"re(("(wrapped_s|independent_s)":)\[[^\]]*\])re"),
+                           R"($1["real clock"])");
+  const std::string path = golden_dir + "/" + name;
+  if (std::getenv("XLABENCH_UPDATE_GOLDEN")) write(path, got);
+  const std::string want = read_bytes(path);
+  if (got != want) std::cerr << name << ": expected\n" << want << "got\n" << got;
+  CHECK(got == want);
+}
+
+void check_goldens(const std::string& dir, const std::string& golden_dir) {
+  check_golden(call({"run", dir, "--spec", dir + "/spec.json"}), golden_dir, "run.json");
+  check_golden(call({"run", dir, "--spec", dir + "/check_spec.json"}), golden_dir,
+               "run_self_check.json");
+}
+
+void check_list() {
   const Result r = call({"--list"});
   CHECK(r.code == 0);
-  CHECK(json::parse(r.out).at("runtimes").as_array().at(0).as_string() == "fake");
-  json::Writer w;
-  w.begin_array().value(0.1).value(1.0 / 0.0).value(-2.5e-300).value(7L).end_array();
-  CHECK(w.str() == "[0.1,null,-2.5e-300,7]");
+  CHECK(r.out == R"({"schema_version":1,"program":"xlabench-native","runtimes":["fake"]})" "\n");
 }
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: test_cli GOLDEN_DIR\n";
+    return 2;
+  }
   const std::string dir = make_dir();
   write(dir + "/spec.json", kSpec);
+  write(dir + "/check_spec.json", kSelfCheckSpec);
   write_artifact(dir, "fake");
   check_argument_errors(dir);
   check_artifact_errors(dir);
+  check_goldens(dir, argv[1]);
   check_run(dir);
-  check_list_and_numbers();
+  check_list();
   return test::finish("test_cli");
 }

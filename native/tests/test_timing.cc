@@ -5,10 +5,10 @@
 #include "check.h"
 #include "measure/stats.h"
 #include "measure/timing.h"
-#include "util/json.h"
+#include "util/files.h"
 
 using namespace xlabench;
-using json::Value;
+using Value = nlohmann::json;
 
 namespace {
 
@@ -31,7 +31,7 @@ class ScriptedRuntime {
 
 std::vector<double> numbers(const Value& array) {
   std::vector<double> out;
-  for (const auto& v : array.as_array()) out.push_back(v.as_number());
+  for (const auto& v : array) out.push_back(v.get<double>());
   return out;
 }
 
@@ -45,26 +45,26 @@ bool same(const std::vector<double>& actual, const Value& expected) {
 
 timing::Settings settings_from(const Value& s) {
   timing::Settings out;
-  out.target_rel_ci = s.at("target_rel_ci").as_number();
-  out.min_sample_s = s.at("min_sample_s").as_number();
-  out.min_samples = s.at("min_samples").as_integer();
-  out.max_samples = s.at("max_samples").as_integer();
-  out.warmup_min_steps = s.at("warmup_min_steps").as_integer();
-  out.warmup_min_s = s.at("warmup_min_s").as_number();
-  out.warmup_max_s = s.at("warmup_max_s").as_number();
-  out.budget_s = s.at("budget_s").as_number();
-  out.latency_steps = s.at("latency_steps").as_integer();
-  out.latency_budget_s = s.at("latency_budget_s").as_number();
+  out.target_rel_ci = s.at("target_rel_ci").get<double>();
+  out.min_sample_s = s.at("min_sample_s").get<double>();
+  out.min_samples = s.at("min_samples").get<long>();
+  out.max_samples = s.at("max_samples").get<long>();
+  out.warmup_min_steps = s.at("warmup_min_steps").get<long>();
+  out.warmup_min_s = s.at("warmup_min_s").get<double>();
+  out.warmup_max_s = s.at("warmup_max_s").get<double>();
+  out.budget_s = s.at("budget_s").get<double>();
+  out.latency_steps = s.at("latency_steps").get<long>();
+  out.latency_budget_s = s.at("latency_budget_s").get<double>();
   return out;
 }
 
 // The sequence of runner/worker.py's _time_runner (and of src/cli.cc).
 void replay(const Value& scenario) {
-  const std::string name = scenario.at("name").as_string();
+  const std::string name = scenario.at("name").get<std::string>();
   const Value& want = scenario.at("expected");
   const timing::Settings settings = settings_from(scenario.at("settings"));
   CHECK(timing::validate(settings).empty());
-  ScriptedRuntime rt(numbers(scenario.at("script")), scenario.at("sync_s").as_number());
+  ScriptedRuntime rt(numbers(scenario.at("script")), scenario.at("sync_s").get<double>());
   const timing::Method method([&] { rt.step(); }, [&] { rt.sync(); }, [&] { return rt.clock(); });
 
   const double first_s = method.time_call();
@@ -76,15 +76,15 @@ void replay(const Value& scenario) {
   const std::vector<double> latency =
       method.time_latency(settings.latency_steps, settings.latency_budget_s);
 
-  const bool ok = test::close(first_s, want.at("first_call_s").as_number()) &&
-                  warm.steps == want.at("warmup_steps").as_integer() &&
-                  warm.steady == want.at("warmup_steady").as_bool() &&
-                  test::close(warm.seconds, want.at("warmup_s").as_number()) &&
-                  steps == want.at("steps_per_sample").as_integer() &&
+  const bool ok = test::close(first_s, want.at("first_call_s").get<double>()) &&
+                  warm.steps == want.at("warmup_steps").get<long>() &&
+                  warm.steady == want.at("warmup_steady").get<bool>() &&
+                  test::close(warm.seconds, want.at("warmup_s").get<double>()) &&
+                  steps == want.at("steps_per_sample").get<long>() &&
                   same(samples.sample_s, want.at("sample_s")) &&
-                  samples.target_met == want.at("target_met").as_bool() &&
+                  samples.target_met == want.at("target_met").get<bool>() &&
                   same(latency, want.at("latency_s")) &&
-                  rt.calls() == want.at("total_steps").as_integer();
+                  rt.calls() == want.at("total_steps").get<long>();
   if (!ok)
     std::cerr << name << ": warm-up " << warm.steps << ", steps " << steps << ", samples "
               << samples.sample_s.size() << ", latency " << latency.size() << ", calls "
@@ -123,9 +123,9 @@ int main(int argc, char** argv) {
     std::cerr << "usage: test_timing TIMING_VECTORS.json\n";
     return 2;
   }
-  const Value doc = json::parse_file(argv[1]);
+  const Value doc = read_json(argv[1]);
   std::size_t count = 0;
-  for (const auto& scenario : doc.at("scenarios").as_array()) {
+  for (const auto& scenario : doc.at("scenarios")) {
     replay(scenario);
     ++count;
   }

@@ -21,7 +21,7 @@ class AotiRuntime final : public Runtime {
     // The same intra-op count the Python side is given (torch.set_num_threads there).
     at::set_num_threads(options.threads);
     threads_ = options.threads;
-    const std::string path = artifact.path(artifact.manifest.at("package").as_string());
+    const std::string path = artifact.path(artifact.manifest.at("package").get<std::string>());
     try {
       loader_ = std::make_unique<torch::inductor::AOTIModelPackageLoader>(path);
     } catch (const std::exception& e) {

@@ -36,12 +36,12 @@ auto guarded(const std::string& what, F&& f) -> decltype(f()) {
 class OpenVinoRuntime final : public Runtime {
  public:
   void load(const Artifact& artifact, const Options& options) override {
-    const json::Value& m = artifact.manifest;
+    const nlohmann::json& m = artifact.manifest;
     threads_ = options.threads;
-    const std::string xml = artifact.path(m.at("model").as_string());
-    const std::string bin = artifact.path(m.at("weights").as_string());
-    for (const auto& [key, value] : m.at("config").as_object())
-      config_[key] = value.as_string();
+    const std::string xml = artifact.path(m.at("model").get<std::string>());
+    const std::string bin = artifact.path(m.at("weights").get<std::string>());
+    for (const auto& item : m.at("config").items())
+      config_[item.key()] = item.value().get<std::string>();
     input_ = artifact.inputs.at(0);
     // The Core (it finds the device plugins) is made here, so that it counts as loading.
     core_ = guarded("ov::Core", [] { return std::make_unique<ov::Core>(); });

@@ -3,27 +3,22 @@
 // recorded so native-vs-Python differences are not read as Python overhead.
 #include <dlfcn.h>
 
-#include <fstream>
-#include <sstream>
+#include <memory>
 
 #include "pjrt_c_api.h"
 #include "runtimes/runtime.h"
+#include "util/files.h"
 
 namespace xlabench {
 namespace {
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw RuntimeError("pjrt: cannot read " + path);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 // The dlopen'ed plugin; closed last (the runtime's members are destroyed before it).
+// RTLD_NODELETE: the plugin registers exit handlers of its own, which crashed the process at
+// exit once dlclose had unmapped them (seen when a load failed after the client was created).
 class Library {
  public:
-  explicit Library(const std::string& path) : handle_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+  explicit Library(const std::string& path)
+      : handle_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) {
     if (!handle_) throw RuntimeError(std::string("pjrt: dlopen: ") + dlerror());
   }
   Library(const Library&) = delete;
@@ -46,27 +41,78 @@ Args make_args(std::size_t struct_size) {
   return args;
 }
 
+// How each PJRT handle is destroyed; an error a destroy returns is its own handle to free.
+template <typename Handle>
+struct Destroy;
+template <>
+struct Destroy<PJRT_Error> {
+  static PJRT_Error* call(const PJRT_Api* api, PJRT_Error* error) {
+    auto args = make_args<PJRT_Error_Destroy_Args>(PJRT_Error_Destroy_Args_STRUCT_SIZE);
+    args.error = error;
+    api->PJRT_Error_Destroy(&args);
+    return nullptr;
+  }
+};
+template <>
+struct Destroy<PJRT_Event> {
+  static PJRT_Error* call(const PJRT_Api* api, PJRT_Event* event) {
+    auto args = make_args<PJRT_Event_Destroy_Args>(PJRT_Event_Destroy_Args_STRUCT_SIZE);
+    args.event = event;
+    return api->PJRT_Event_Destroy(&args);
+  }
+};
+template <>
+struct Destroy<PJRT_Buffer> {
+  static PJRT_Error* call(const PJRT_Api* api, PJRT_Buffer* buffer) {
+    auto args = make_args<PJRT_Buffer_Destroy_Args>(PJRT_Buffer_Destroy_Args_STRUCT_SIZE);
+    args.buffer = buffer;
+    return api->PJRT_Buffer_Destroy(&args);
+  }
+};
+template <>
+struct Destroy<PJRT_Executable> {
+  static PJRT_Error* call(const PJRT_Api* api, PJRT_Executable* executable) {
+    auto args = make_args<PJRT_Executable_Destroy_Args>(PJRT_Executable_Destroy_Args_STRUCT_SIZE);
+    args.executable = executable;
+    return api->PJRT_Executable_Destroy(&args);
+  }
+};
+template <>
+struct Destroy<PJRT_LoadedExecutable> {
+  static PJRT_Error* call(const PJRT_Api* api, PJRT_LoadedExecutable* executable) {
+    auto args = make_args<PJRT_LoadedExecutable_Destroy_Args>(
+        PJRT_LoadedExecutable_Destroy_Args_STRUCT_SIZE);
+    args.executable = executable;
+    return api->PJRT_LoadedExecutable_Destroy(&args);
+  }
+};
+template <>
+struct Destroy<PJRT_Client> {
+  static PJRT_Error* call(const PJRT_Api* api, PJRT_Client* client) {
+    auto args = make_args<PJRT_Client_Destroy_Args>(PJRT_Client_Destroy_Args_STRUCT_SIZE);
+    args.client = client;
+    return api->PJRT_Client_Destroy(&args);
+  }
+};
+
+// RAII for the handles, as tf_c.cc has for TensorFlow's; destructors never throw (an error
+// from a destroy on teardown is freed: there is nothing to do about it).
+template <typename Handle>
+struct Deleter {
+  const PJRT_Api* api = nullptr;
+  void operator()(Handle* handle) const {
+    PJRT_Error* error = Destroy<Handle>::call(api, handle);
+    if (error) Destroy<PJRT_Error>::call(api, error);
+  }
+};
+template <typename Handle>
+using Owned = std::unique_ptr<Handle, Deleter<Handle>>;
+
 class PjrtRuntime final : public Runtime {
  public:
-  ~PjrtRuntime() override {
-    release_outputs();
-    for (PJRT_Buffer* b : inputs_) destroy_buffer(b);
-    if (executable_) {
-      auto args = make_args<PJRT_LoadedExecutable_Destroy_Args>(
-          PJRT_LoadedExecutable_Destroy_Args_STRUCT_SIZE);
-      args.executable = executable_;
-      ignore(api_->PJRT_LoadedExecutable_Destroy(&args));
-    }
-    if (client_) {
-      auto args = make_args<PJRT_Client_Destroy_Args>(PJRT_Client_Destroy_Args_STRUCT_SIZE);
-      args.client = client_;
-      ignore(api_->PJRT_Client_Destroy(&args));
-    }
-  }
-
   void load(const Artifact& artifact, const Options& options) override {
-    const json::Value& m = artifact.manifest;
-    library_ = std::make_unique<Library>(m.at("plugin").as_string());
+    const nlohmann::json& m = artifact.manifest;
+    library_ = std::make_unique<Library>(m.at("plugin").get<std::string>());
     using GetApi = const PJRT_Api* (*)();
     api_ = reinterpret_cast<GetApi>(library_->symbol("GetPjrtApi"))();
     if (!api_) throw RuntimeError("pjrt: GetPjrtApi returned null");
@@ -75,8 +121,8 @@ class PjrtRuntime final : public Runtime {
     check(api_->PJRT_Plugin_Initialize(&init), "plugin initialize");
     read_attributes();
     create_client();
-    module_ = read_bytes(artifact.path(m.at("module").as_string()));
-    compile_options_ = read_bytes(artifact.path(m.at("compile_options").as_string()));
+    module_ = read_bytes(artifact.path(m.at("module").get<std::string>()));
+    compile_options_ = read_bytes(artifact.path(m.at("compile_options").get<std::string>()));
     host_inputs_ = artifact.inputs;
   }
 
@@ -90,47 +136,50 @@ class PjrtRuntime final : public Runtime {
     program.format = format.c_str();
     program.format_size = format.size();
     auto args = make_args<PJRT_Client_Compile_Args>(PJRT_Client_Compile_Args_STRUCT_SIZE);
-    args.client = client_;
+    args.client = client_.get();
     args.program = &program;
     args.compile_options = compile_options_.data();
     args.compile_options_size = compile_options_.size();
     check(api_->PJRT_Client_Compile(&args), "compile");
-    executable_ = args.executable;
+    executable_ = own(args.executable);
     num_outputs_ = count_outputs();
     for (const Tensor& t : host_inputs_) inputs_.push_back(to_device(t));
+    for (const auto& buffer : inputs_) arguments_.push_back(buffer.get());
   }
 
   // Launch asynchronously, as jax does: the previous batch's outputs are released, not awaited.
   void step() override {
-    release_outputs();
-    outputs_.assign(num_outputs_, nullptr);
+    outputs_.clear();
+    done_.reset();
+    std::vector<PJRT_Buffer*> outputs(num_outputs_, nullptr);
+    PJRT_Event* done = nullptr;
     PJRT_ExecuteOptions options{};
     options.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE;
-    PJRT_Buffer* const* argument_list = inputs_.data();
-    PJRT_Buffer** output_list = outputs_.data();
+    PJRT_Buffer* const* argument_list = arguments_.data();
+    PJRT_Buffer** output_list = outputs.data();
     auto args = make_args<PJRT_LoadedExecutable_Execute_Args>(
         PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE);
-    args.executable = executable_;
+    args.executable = executable_.get();
     args.options = &options;
     args.argument_lists = &argument_list;
     args.num_devices = 1;
-    args.num_args = inputs_.size();
+    args.num_args = arguments_.size();
     args.output_lists = &output_list;
-    args.device_complete_events = &done_;
-    check(api_->PJRT_LoadedExecutable_Execute(&args), "execute");
+    args.device_complete_events = &done;
+    PJRT_Error* error = api_->PJRT_LoadedExecutable_Execute(&args);
+    for (PJRT_Buffer* buffer : outputs) outputs_.push_back(own(buffer));  // owned before checked
+    done_ = own(done);
+    check(error, "execute");
   }
 
   void sync() override {
-    if (!done_) return;
-    auto args = make_args<PJRT_Event_Await_Args>(PJRT_Event_Await_Args_STRUCT_SIZE);
-    args.event = done_;
-    check(api_->PJRT_Event_Await(&args), "await execution");
+    if (done_) await(done_.get(), "await execution");
   }
 
   std::vector<Tensor> output() override {
     sync();
     std::vector<Tensor> out;
-    for (PJRT_Buffer* buffer : outputs_) out.push_back(to_host(buffer));
+    for (const auto& buffer : outputs_) out.push_back(to_host(buffer.get()));
     return out;
   }
 
@@ -147,26 +196,31 @@ class PjrtRuntime final : public Runtime {
   }
 
  private:
+  template <typename Handle>
+  Owned<Handle> own(Handle* handle) const {
+    return Owned<Handle>(handle, Deleter<Handle>{api_});
+  }
+
   // Every PJRT_Error becomes an exception here, and only here.
-  void check(PJRT_Error* error, const std::string& what) const {
+  void check(PJRT_Error* returned, const std::string& what) const {
+    const Owned<PJRT_Error> error = own(returned);
     if (!error) return;
     auto message = make_args<PJRT_Error_Message_Args>(PJRT_Error_Message_Args_STRUCT_SIZE);
-    message.error = error;
+    message.error = error.get();
     api_->PJRT_Error_Message(&message);
-    std::string text(message.message, message.message_size);
-    ignore(error);
+    const std::string text(message.message, message.message_size);
     throw RuntimeError("pjrt: " + what + ": " + text.substr(0, text.find('\n')));
   }
-  void ignore(PJRT_Error* error) const {
-    if (!error) return;
-    auto args = make_args<PJRT_Error_Destroy_Args>(PJRT_Error_Destroy_Args_STRUCT_SIZE);
-    args.error = error;
-    api_->PJRT_Error_Destroy(&args);
+
+  void await(PJRT_Event* event, const std::string& what) const {
+    auto args = make_args<PJRT_Event_Await_Args>(PJRT_Event_Await_Args_STRUCT_SIZE);
+    args.event = event;
+    check(api_->PJRT_Event_Await(&args), what);
   }
 
   void read_attributes() {
     auto args = make_args<PJRT_Plugin_Attributes_Args>(PJRT_Plugin_Attributes_Args_STRUCT_SIZE);
-    if (api_->PJRT_Plugin_Attributes(&args) != nullptr) return;  // optional information
+    if (own(api_->PJRT_Plugin_Attributes(&args))) return;  // optional information
     for (std::size_t i = 0; i < args.num_attributes; ++i) {
       const PJRT_NamedValue& v = args.attributes[i];
       const std::string name(v.name, v.name_size);
@@ -191,16 +245,16 @@ class PjrtRuntime final : public Runtime {
     args.create_options = &option;
     args.num_options = 1;
     check(api_->PJRT_Client_Create(&args), "create client");
-    client_ = args.client;
+    client_ = own(args.client);
     auto devices = make_args<PJRT_Client_AddressableDevices_Args>(
         PJRT_Client_AddressableDevices_Args_STRUCT_SIZE);
-    devices.client = client_;
+    devices.client = client_.get();
     check(api_->PJRT_Client_AddressableDevices(&devices), "devices");
     if (devices.num_addressable_devices < 1) throw RuntimeError("pjrt: no device");
     device_ = devices.addressable_devices[0];
     auto version = make_args<PJRT_Client_PlatformVersion_Args>(
         PJRT_Client_PlatformVersion_Args_STRUCT_SIZE);
-    version.client = client_;
+    version.client = client_.get();
     check(api_->PJRT_Client_PlatformVersion(&version), "platform version");
     platform_version_.assign(version.platform_version, version.platform_version_size);
   }
@@ -208,49 +262,21 @@ class PjrtRuntime final : public Runtime {
   std::size_t count_outputs() {
     auto get = make_args<PJRT_LoadedExecutable_GetExecutable_Args>(
         PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE);
-    get.loaded_executable = executable_;
+    get.loaded_executable = executable_.get();
     check(api_->PJRT_LoadedExecutable_GetExecutable(&get), "get executable");
+    const Owned<PJRT_Executable> executable = own(get.executable);
     auto count = make_args<PJRT_Executable_NumOutputs_Args>(
         PJRT_Executable_NumOutputs_Args_STRUCT_SIZE);
-    count.executable = get.executable;
-    PJRT_Error* error = api_->PJRT_Executable_NumOutputs(&count);
-    auto destroy = make_args<PJRT_Executable_Destroy_Args>(PJRT_Executable_Destroy_Args_STRUCT_SIZE);
-    destroy.executable = get.executable;
-    ignore(api_->PJRT_Executable_Destroy(&destroy));
-    check(error, "number of outputs");
+    count.executable = executable.get();
+    check(api_->PJRT_Executable_NumOutputs(&count), "number of outputs");
     return count.num_outputs;
   }
 
-  void await_and_destroy(PJRT_Event* event, const std::string& what) {
-    if (!event) return;
-    auto wait = make_args<PJRT_Event_Await_Args>(PJRT_Event_Await_Args_STRUCT_SIZE);
-    wait.event = event;
-    PJRT_Error* error = api_->PJRT_Event_Await(&wait);
-    destroy_event(event);
-    check(error, what);
-  }
-  void destroy_event(PJRT_Event* event) const {
-    auto args = make_args<PJRT_Event_Destroy_Args>(PJRT_Event_Destroy_Args_STRUCT_SIZE);
-    args.event = event;
-    ignore(api_->PJRT_Event_Destroy(&args));
-  }
-  void destroy_buffer(PJRT_Buffer* buffer) const {
-    if (!buffer) return;
-    auto args = make_args<PJRT_Buffer_Destroy_Args>(PJRT_Buffer_Destroy_Args_STRUCT_SIZE);
-    args.buffer = buffer;
-    ignore(api_->PJRT_Buffer_Destroy(&args));
-  }
-  void release_outputs() {
-    for (PJRT_Buffer* b : outputs_) destroy_buffer(b);
-    outputs_.clear();
-    if (done_) destroy_event(done_);
-    done_ = nullptr;
-  }
-
-  PJRT_Buffer* to_device(const Tensor& t) {
+  // The buffer is owned as soon as it exists: a failed transfer frees it too.
+  Owned<PJRT_Buffer> to_device(const Tensor& t) {
     auto args = make_args<PJRT_Client_BufferFromHostBuffer_Args>(
         PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE);
-    args.client = client_;
+    args.client = client_.get();
     args.data = t.data.data();
     args.type = PJRT_Buffer_Type_F32;
     args.dims = t.shape.data();
@@ -258,11 +284,13 @@ class PjrtRuntime final : public Runtime {
     args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes;
     args.device = device_;
     check(api_->PJRT_Client_BufferFromHostBuffer(&args), "copy argument to device");
-    await_and_destroy(args.done_with_host_buffer, "copy argument to device");
-    return args.buffer;
+    Owned<PJRT_Buffer> buffer = own(args.buffer);
+    const Owned<PJRT_Event> done = own(args.done_with_host_buffer);
+    if (done) await(done.get(), "copy argument to device");
+    return buffer;
   }
 
-  Tensor to_host(PJRT_Buffer* buffer) {
+  Tensor to_host(PJRT_Buffer* buffer) const {
     auto dims = make_args<PJRT_Buffer_Dimensions_Args>(PJRT_Buffer_Dimensions_Args_STRUCT_SIZE);
     dims.buffer = buffer;
     check(api_->PJRT_Buffer_Dimensions(&dims), "output dimensions");
@@ -278,18 +306,21 @@ class PjrtRuntime final : public Runtime {
     tensor.data.resize(copy.dst_size / sizeof(float));
     copy.dst = tensor.data.data();
     check(api_->PJRT_Buffer_ToHostBuffer(&copy), "copy output to host");
-    await_and_destroy(copy.event, "copy output to host");
+    const Owned<PJRT_Event> copied = own(copy.event);
+    if (copied) await(copied.get(), "copy output to host");
     return tensor;
   }
 
-  std::unique_ptr<Library> library_;  // first member: destroyed last
+  // Destroyed in reverse order: outputs, their event, inputs, executable, client, plugin.
+  std::unique_ptr<Library> library_;
   const PJRT_Api* api_ = nullptr;
-  PJRT_Client* client_ = nullptr;
-  PJRT_Device* device_ = nullptr;
-  PJRT_LoadedExecutable* executable_ = nullptr;
-  std::vector<PJRT_Buffer*> inputs_;
-  std::vector<PJRT_Buffer*> outputs_;
-  PJRT_Event* done_ = nullptr;
+  Owned<PJRT_Client> client_;
+  PJRT_Device* device_ = nullptr;  // the client's, not ours to free
+  Owned<PJRT_LoadedExecutable> executable_;
+  std::vector<Owned<PJRT_Buffer>> inputs_;
+  std::vector<PJRT_Buffer*> arguments_;  // inputs_, as the argument list Execute takes
+  Owned<PJRT_Event> done_;
+  std::vector<Owned<PJRT_Buffer>> outputs_;
   std::size_t num_outputs_ = 0;
   std::string module_;
   std::string compile_options_;

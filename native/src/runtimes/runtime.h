@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "util/json.h"
+#include <nlohmann/json.hpp>
 
 namespace xlabench {
 
@@ -28,7 +28,7 @@ struct Tensor {
 // The directory the Python worker exported: artifact.json (the manifest) and the files it names.
 struct Artifact {
   std::string dir;
-  json::Value manifest;
+  nlohmann::json manifest;
   std::vector<Tensor> inputs;
   std::string path(const std::string& relative) const { return dir + "/" + relative; }
 };

@@ -5,10 +5,9 @@
 #include <tensorflow/c/c_api.h>
 
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "runtimes/runtime.h"
+#include "util/files.h"
 
 namespace xlabench {
 namespace {
@@ -50,35 +49,28 @@ void check(const Status& status, const std::string& what) {
     throw RuntimeError("tf_c: " + what + ": " + TF_Message(status.get()));
 }
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw RuntimeError("tf_c: cannot read " + path);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 class TfCRuntime final : public Runtime {
  public:
   void load(const Artifact& artifact, const Options& options) override {
-    const json::Value& m = artifact.manifest;
+    const nlohmann::json& m = artifact.manifest;
     SessionOptions session_options(TF_NewSessionOptions());
     Status status(TF_NewStatus());
-    if (m.has("session_config")) {
-      const std::string config = read_bytes(artifact.path(m.at("session_config").as_string()));
+    if (m.contains("session_config")) {
+      const std::string config =
+          read_bytes(artifact.path(m.at("session_config").get<std::string>()));
       TF_SetConfig(session_options.get(), config.data(), config.size(), status.get());
       check(status, "session config");
     }
     threads_ = options.threads;
     graph_.reset(TF_NewGraph());
-    const std::string dir = artifact.path(m.at("saved_model").as_string());
+    const std::string dir = artifact.path(m.at("saved_model").get<std::string>());
     const char* tags[] = {"serve"};
     session_.reset(TF_LoadSessionFromSavedModel(session_options.get(), nullptr, dir.c_str(), tags,
                                                 1, graph_.get(), nullptr, status.get()));
     check(status, "loading SavedModel " + dir);
-    feed_ = operation(m.at("inputs").as_array().at(0).at("tensor").as_string());
-    for (const auto& output : m.at("outputs").as_array())
-      fetches_.push_back(operation(output.at("tensor").as_string()));
+    feed_ = operation(m.at("inputs").at(0).at("tensor").get<std::string>());
+    for (const auto& output : m.at("outputs"))
+      fetches_.push_back(operation(output.at("tensor").get<std::string>()));
     input_ = artifact.inputs.at(0);
   }
 
