@@ -63,7 +63,7 @@ def spread(values: list[float]) -> tuple[float, float, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    # the default is the configuration whose processes differ most in bench/ci_coverage.py
+    # the default is the configuration whose processes differ most in bench/interval_hold_rate.py
     # (TF XLA MobileNetV3Small: single processes up to 60% faster than the typical one)
     parser.add_argument("--model", default="mobilenet_v3_small")
     parser.add_argument("--resolution", type=int, default=96)

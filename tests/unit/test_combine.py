@@ -1,4 +1,4 @@
-"""Between-process statistics: t quantiles, the combined interval and its coverage by simulation,
+"""Between-process statistics: t quantiles, the combined interval and its hold rate by simulation,
 paired speedups, and what is combined when processes are flagged."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _synthetic_run(
 
 @pytest.mark.parametrize(("k", "between", "within"), [(3, 0.05, 0.01), (5, 0.03, 0.02),
                                                        (3, 0.01, 0.04)])
-def test_the_combined_interval_covers_the_true_value_95_percent(
+def test_the_combined_interval_holds_the_true_value_95_percent(
     k: int, between: float, within: float
 ) -> None:
     """Known between/within variance; the interval must hold the configuration's true median
@@ -53,7 +53,7 @@ def test_the_combined_interval_covers_the_true_value_95_percent(
     assert 0.93 <= hits / trials <= 0.97
 
 
-def test_a_two_level_percentile_bootstrap_would_undercover_at_three_processes() -> None:
+def test_a_two_level_percentile_bootstrap_would_hold_too_rarely_at_three_processes() -> None:
     """Why we do not use it (docs/method.md): resampling 3 processes, then their samples, gives
     an interval about as wide as the range of 3 medians, which misses the truth ~25% of the
     time. The t interval on the same data holds ~95%."""
@@ -74,9 +74,9 @@ def test_a_two_level_percentile_bootstrap_would_undercover_at_three_processes() 
     assert t_hits / trials > 0.90
 
 
-def test_pairwise_coverage_of_two_runs_is_high() -> None:
-    """The check bench/ci_coverage.py makes on real runs: how often run i's interval holds run
-    j's estimate. For an honest 95% interval of 3 processes it is ~0.9."""
+def test_pairwise_hold_rate_of_two_runs_is_high() -> None:
+    """The check bench/interval_hold_rate.py makes on real runs: how often run i's interval
+    holds run j's estimate. For an honest 95% interval of 3 processes it is ~0.9."""
     rng = random.Random(SEED + 1)
     runs = [combine.log_t_interval(_synthetic_run(rng, 100.0, 3, 0.05, 0.01, 9))
             for _ in range(400)]

@@ -29,15 +29,15 @@ def test_small_samples_report_what_they_achieve() -> None:
     assert achieved == pytest.approx(0.875)
 
 
-def test_ci_covers_true_median_about_95_percent() -> None:
+def test_ci_holds_true_median_about_95_percent() -> None:
     rng = random.Random(0)
-    covered = 0
+    held = 0
     trials = 2000
     for _ in range(trials):
         sample = [rng.lognormvariate(0.0, 0.5) for _ in range(15)]
         low, high, _ = stats.median_ci(sample)
-        covered += low <= 1.0 <= high  # the lognormal(0, s) median is exactly 1
-    assert 0.94 <= covered / trials <= 0.995
+        held += low <= 1.0 <= high  # the lognormal(0, s) median is exactly 1
+    assert 0.94 <= held / trials <= 0.995
 
 
 def test_rel_ci_halfwidth() -> None:

@@ -17,8 +17,8 @@ Results of a single process (older databases) fall back to what one process can 
   compiled/baseline (and compiled - baseline). Seeded, so a report is reproducible.
 - ``ci-ends``: otherwise, combine the ends of the two stored 95% CIs of the median:
   ratio in [c_low / b_high, c_high / b_low], difference in [c_low - b_high, c_high - b_low].
-  If each CI covers its median with >= 95%, both do with >= 90.25% (independent runs), and
-  then the speedup is inside these bounds: conservative in width, >= 90% in coverage.
+  If each CI holds its median >= 95% of the time, both do >= 90.25% (independent runs), and
+  then the speedup is inside these bounds: conservative in width, a hold rate >= 90%.
 - ``none``: a side has no CI (published numbers): the point estimate only.
 """
 

@@ -8,8 +8,9 @@ log process medians (k - 1 degrees of freedom) and report exp() of it: the estim
 geometric mean of the process medians. Within-process noise is inside each process median, so
 the spread of the medians already carries both levels; resampling the samples again (a
 two-level bootstrap) counts it twice, and a percentile bootstrap over 3-5 processes is far too
-narrow (at k = 3 its interval is about the range of the medians, which covers the median with
-~75%). docs/method.md has the reasoning; tests/unit/test_combine.py checks coverage.
+narrow (at k = 3 its interval is about the range of the medians, which holds the median ~75%
+of the time). docs/method.md has the reasoning; tests/unit/test_combine.py checks the hold rate
+(how often the interval holds the true value) by simulation.
 
 Standard library only (the sweep, the store's callers and the analysis all use it).
 """

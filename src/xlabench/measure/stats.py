@@ -40,7 +40,7 @@ def _binom_cdf(k: int, n: int) -> float:
 def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int, float]:
     """0-based ranks (lo, hi) whose order statistics bracket the median with >= confidence.
 
-    The interval [x_(j), x_(k)] (1-based) covers the population median with probability
+    The interval [x_(j), x_(k)] (1-based) holds the population median with probability
     P(j <= B < k), B ~ Binomial(n, 1/2). We take the narrowest symmetric pair that reaches the
     confidence; with too few samples no pair does, and we return (0, n-1) with what it achieves.
 
@@ -52,10 +52,10 @@ def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int, float]:
     best = (0, n - 1, 1.0 - 2.0 * _binom_cdf(0, n))
     for j in range(1, n // 2 + 1):
         k = n - j + 1  # symmetric partner, 1-based
-        coverage = 1.0 - 2.0 * _binom_cdf(j - 1, n)
-        if coverage < confidence:
+        achieved = 1.0 - 2.0 * _binom_cdf(j - 1, n)
+        if achieved < confidence:
             break
-        best = (j - 1, k - 1, coverage)
+        best = (j - 1, k - 1, achieved)
     return best
 
 

@@ -57,7 +57,7 @@ CI_NOTE = (
     "per-sample throughputs were resampled (2000 times, seeded) and the 2.5/97.5 percentiles "
     "of the ratio/difference of medians taken. 'ci-ends': fewer samples, so the bounds combine "
     "the ends of the two stored 95% CIs (ratio in [c_low/b_high, c_high/b_low]), conservative "
-    "in width, >= 90% coverage. 'none': published numbers have no spread. 'significant': the "
+    "in width, >= 90% hold rate. 'none': published numbers have no spread. 'significant': the "
     "ratio's interval excludes 1."
 )
 

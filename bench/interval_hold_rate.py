@@ -3,26 +3,26 @@
 Each configuration is run `--repeats` times as a new `xlabench run` command (each a result of
 several fresh worker processes), the configurations interleaved (A B C D, A B C D, ...) so a drift
 of the machine hits them alike. Per configuration it prints the spread of the combined medians
-(max/min - 1), the typical interval (median half-width, %) and the pairwise coverage: over all
+(max/min - 1), the typical interval (median half-width, %) and the pairwise hold rate: over all
 ordered pairs (i, j), i != j, how often run i's interval holds run j's estimate. For an honest 95%
 interval of an estimate whose re-runs scatter like it does, that is about 0.83-0.9; the target
 here is >= 0.75. Two more columns split it: "later runs" (run i's interval against the runs
 made after it only, none of which entered it) and "intervals with between-run variation" (the
 pairs whose run i had re-runs stored before it to learn the machine's drift from).
 
-    .venv/bin/python bench/ci_coverage.py                       # the four default configurations
-    .venv/bin/python bench/ci_coverage.py --repeats 6 --db /tmp/coverage.db
+    .venv/bin/python bench/interval_hold_rate.py             # the four default configurations
+    .venv/bin/python bench/interval_hold_rate.py --repeats 6 --db /tmp/hold-rate.db
     # add 3 runs of the first three configurations to a db, then judge every run stored in it
-    .venv/bin/python bench/ci_coverage.py --repeats 3 --configs 0 1 2 --all-in-db
+    .venv/bin/python bench/interval_hold_rate.py --repeats 3 --configs 0 1 2 --all-in-db
     # no new runs: the stored ones, judged with today's interval (between-run variation added)
-    .venv/bin/python bench/ci_coverage.py --repeats 0 --all-in-db --replay
+    .venv/bin/python bench/interval_hold_rate.py --repeats 0 --all-in-db --replay
 
 Run it on a quiet machine; a run flagged for interference is reported as such.
 
-`--resample N` adds, per configuration, the coverage a run would have if its processes were
+`--resample N` adds, per configuration, the hold rate a run would have if its processes were
 independent draws from every clean process stored for it (N simulated pairs of runs, each run
-following the default policy: 3 processes, more up to 6 while wider than the target). Measured
-coverage well below the resampled one means runs differ by more than their processes do (a
+following the default policy: 3 processes, more up to 6 while wider than the target). A measured
+hold rate well below the resampled one means runs differ by more than their processes do (a
 drift between runs that processes of one run share).
 """
 
@@ -145,8 +145,8 @@ def simulated_run(pool: list[float], policy: ResultPolicy, rng: random.Random) -
     return interval.estimate, interval.low, interval.high
 
 
-def resampled_coverage(pool: list[float], pairs: int, seed: int = 0) -> tuple[float, float]:
-    """Pairwise coverage and median half-width (relative) of simulated independent runs."""
+def resampled_hold_rate(pool: list[float], pairs: int, seed: int = 0) -> tuple[float, float]:
+    """Pairwise hold rate and median half-width (relative) of simulated independent runs."""
     rng, policy = random.Random(seed), ResultPolicy()
     held, widths = 0, []
     for _ in range(pairs):
@@ -193,7 +193,7 @@ def summarize(runs: list[dict]) -> dict:
                 if a.get("drift_rel_sd") is not None]
     return {
         "low": min(medians), "high": max(medians), "spread": max(medians) / min(medians) - 1,
-        "halfwidth": statistics.median(halfwidths), "coverage": held / len(pairs),
+        "halfwidth": statistics.median(halfwidths), "hold_rate": held / len(pairs),
         "pairs": len(pairs), "held": held, "k": [r["k"] for r in runs],
         "flagged": sum(r["flagged"] for r in runs),
         "wall_s": statistics.median(r["wall_s"] for r in runs),
@@ -208,7 +208,7 @@ def summarize(runs: list[dict]) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=6)
-    parser.add_argument("--db", default="/tmp/xlabench-coverage.db")
+    parser.add_argument("--db", default="/tmp/xlabench-hold-rate.db")
     parser.add_argument("--configs", type=int, nargs="+", choices=range(len(CONFIGS)),
                         default=list(range(len(CONFIGS))), help="indices into CONFIGS")
     parser.add_argument("--all-in-db", action="store_true",
@@ -258,7 +258,7 @@ def main() -> int:
               f"between-run variation to add (σ {100 * min(known or [0]):.1f}-"
               f"{100 * max(known or [0]):.1f}%)")
     print("\n| configuration | medians of the runs (samples/s) | spread | typical interval "
-          "| pairwise coverage | within a session | across sessions | later runs "
+          "| pairwise hold rate | within a session | across sessions | later runs "
           "| intervals with between-run variation | processes per run | flagged runs "
           "| wall s per run |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -269,20 +269,20 @@ def main() -> int:
         s = summarize(found)
         print(f"| {model}@{resolution} b4 {backend}/{mode} | {s['low']:.1f}-{s['high']:.1f} | "
               f"{100 * s['spread']:.1f}% | ±{100 * s['halfwidth']:.1f}% | "
-              f"{s['held']}/{s['pairs']} ({s['coverage']:.2f}) | {s['within']} | "
+              f"{s['held']}/{s['pairs']} ({s['hold_rate']:.2f}) | {s['within']} | "
               f"{s['across']} | {s['later']} | {s['informed']} | {s['k']} | {s['flagged']} | "
               f"{s['wall_s']:.0f} |")
     if args.resample:
-        print(f"\n| configuration | clean processes stored | resampled coverage "
+        print(f"\n| configuration | clean processes stored | resampled hold rate "
               f"({args.resample} pairs) | resampled typical interval |")
         print("| --- | --- | --- | --- |")
         for config in chosen:
             pool = stored_processes(config, db)
             if len(pool) < 3:
                 continue
-            coverage, halfwidth = resampled_coverage(pool, args.resample)
+            hold_rate, halfwidth = resampled_hold_rate(pool, args.resample)
             model, resolution, backend, mode = config
-            print(f"| {model}@{resolution} b4 {backend}/{mode} | {len(pool)} | {coverage:.2f} | "
+            print(f"| {model}@{resolution} b4 {backend}/{mode} | {len(pool)} | {hold_rate:.2f} | "
                   f"±{100 * halfwidth:.1f}% |")
     return 0
 
