@@ -61,8 +61,8 @@ def test_run_drift_needs_re_runs() -> None:
 
 def test_the_interval_with_drift_holds_re_runs_the_one_without_does_not() -> None:
     """Runs that differ by more than their processes do (run sd 8%, process sd 2%): the
-    pairwise check of bench/ci_coverage.py. Without the drift a run's interval holds another
-    run's estimate far less than 75% of the time; with the drift measured on *other*
+    pairwise check of bench/interval_hold_rate.py. Without the drift a run's interval holds
+    another run's estimate far less than 75% of the time; with the drift measured on *other*
     configurations it holds about 83-90% (both estimates vary)."""
     rng = random.Random(SEED + 1)
     drift = combine.run_drift(_history(rng, 20, 6, run_sd=0.08, process_sd=0.02))
@@ -71,12 +71,12 @@ def test_the_interval_with_drift_holds_re_runs_the_one_without_does_not() -> Non
     alone = [combine.log_t_interval(r) for r in runs]
     held = [combine.log_t_interval(r, drift=drift) for r in runs]
 
-    def coverage(intervals: list[combine.Interval]) -> float:
+    def hold_rate(intervals: list[combine.Interval]) -> float:
         pairs = zip(intervals[::2], intervals[1::2], strict=True)
         return sum(a.low <= b.estimate <= a.high for a, b in pairs) / (len(intervals) // 2)
 
-    assert coverage(alone) < 0.6
-    assert 0.8 <= coverage(held) <= 0.97
+    assert hold_rate(alone) < 0.6
+    assert 0.8 <= hold_rate(held) <= 0.97
     widths = [i.rel_halfwidth for i in held]
     # no wider than it needs to be: about t * sqrt(0.08^2 + 0.02^2 / 3), not the t of 2 df
     assert stats.median(widths) < 0.25
@@ -257,14 +257,14 @@ def test_a_configuration_that_drifts_more_than_the_machine_is_held_by_its_own_re
     for one while the pool said 7%). Six re-runs of a configuration whose runs scatter twice as
     much as the machine's pool says (10% against 5%), each interval made as `run` makes it:
     with the pool alone every run's interval holds the others' figures about half the time;
-    with its own earlier results the later runs reach the 0.75 of bench/ci_coverage.py. A calm
-    configuration (3%) stays held and its later intervals get no wider than the pool's."""
+    with its own earlier results the later runs reach the 0.75 of bench/interval_hold_rate.py.
+    A calm configuration (3%) stays held and its later intervals get no wider than the pool's."""
     rng = random.Random(SEED + 3)
     pool = combine.run_drift(_history(rng, 6, 6, run_sd=0.05, process_sd=0.02))
     assert pool is not None
 
     def by_run(run_sd: float, moderated: bool) -> tuple[list[float], list[float]]:
-        """Per run index: mean pairwise coverage and median half-width over 400 sequences."""
+        """Per run index: mean pairwise hold rate and median half-width over 400 sequences."""
         held: list[list[float]] = [[] for _ in range(6)]
         widths: list[list[float]] = [[] for _ in range(6)]
         for _ in range(400):
