@@ -234,6 +234,16 @@ def test_environment_differences_of_several_environments_per_side() -> None:
 
 
 # -------------------------------------------------------------------------------- the CLI
+def test_compare_imports_no_pandas() -> None:
+    """compare reads SQLite and the stored Results only; pandas (the report's) stays unloaded,
+    so `xlabench compare` in a CI gate does not pay for importing it."""
+    code = ("import sys, xlabench.analysis.compare, xlabench.cli.compare_commands; "
+            "sys.exit('pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr or "pandas was imported"
+
+
 def test_json_table_and_csv(tmp_path: Path) -> None:
     db = labelled_db(tmp_path / "r.db")
     sides = (str(db), "--baseline-label", "before", "--label", "after")
