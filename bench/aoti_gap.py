@@ -93,6 +93,7 @@ def export_package(args: argparse.Namespace, directory: str) -> None:
     import numpy as np
     import torch
 
+    from xlabench.backends import load
     from xlabench.backends.base import seed_all
     from xlabench.core.spec import MeasureSettings, Spec
     from xlabench.runner import native
@@ -107,7 +108,7 @@ def export_package(args: argparse.Namespace, directory: str) -> None:
                 batch_size=args.batch_size, runner="native",
                 measure=MeasureSettings(budget_s=args.native_budget_s))
     artifact = Path(directory)
-    exported = native.EXPORTERS["aoti"](model, x, spec, artifact, args.threads)
+    exported = load(spec.backend).export_native(spec, model, x, artifact, args.threads)
     exported.pop("stages_s", None)
     native.write_artifact(artifact, "aoti", np.asarray(x.cpu(), dtype=np.float32), exported)
     native.write_run_spec(artifact, spec, args.threads)

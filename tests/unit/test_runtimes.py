@@ -8,9 +8,27 @@ import sys
 import numpy as np
 import pytest
 
+from xlabench.backends import load, runtime
 from xlabench.backends import openvino as ov_backend
-from xlabench.backends import runtime
-from xlabench.core import Spec
+from xlabench.backends.base import Backend
+from xlabench.core import BACKENDS, BackendInfo, Spec
+
+#: What every backend module provides (the `Backend` protocol's members).
+PROTOCOL = sorted({*Backend.__annotations__, *(n for n in vars(Backend) if not n.startswith("_"))})
+
+
+@pytest.mark.parametrize("described", BACKENDS, ids=lambda b: b.name)
+def test_every_backend_in_the_table_has_a_module_that_answers_the_protocol(
+        described: BackendInfo) -> None:
+    module = load(described.name)
+    assert [name for name in PROTOCOL if not hasattr(module, name)] == []
+    # a backend with a native runtime exports for it (runner/native.py asks the module)
+    assert hasattr(module, "export_native") == bool(described.native_runtimes)
+    if described.kind == "runtime":  # the worker builds the model on the exporting backend
+        spec = Spec("mobilenet_v3_small", described.name, described.modes[0], 32)
+        env = module.environment(spec, {}, "/tmp/scratch")
+        assert env["KERAS_BACKEND"] == described.export_backend
+        assert callable(module.convert_and_run)  # backends/coverage.py's survey
 
 
 @pytest.mark.parametrize(("backend", "mode"), [("openvino", "compiled"),

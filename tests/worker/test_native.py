@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from xlabench.backends.jax import pjrt_plugin
 from xlabench.core import MeasureSettings, Spec, Status, UserError
 from xlabench.runner import Placement, execute, native
 from xlabench.store import ResultStore
@@ -29,7 +30,7 @@ NEEDS_TF_C = pytest.mark.skipif("tf_c" not in native.compiled_runtimes(),
 INSTALLED_SDKS = {
     "tf_c": lambda: importlib.util.find_spec("tensorflow") is not None,
     "aoti": lambda: importlib.util.find_spec("torch") is not None,
-    "pjrt": lambda: native.pjrt_plugin() is not None,
+    "pjrt": lambda: pjrt_plugin() is not None,
     "openvino": lambda: importlib.util.find_spec("openvino") is not None,
 }
 
@@ -168,7 +169,7 @@ def test_aoti_package_runs_in_libtorch(tmp_path: Path) -> None:
     assert len(record.throughput.sample_s) >= 3
 
 
-@pytest.mark.skipif("pjrt" not in native.compiled_runtimes() or native.pjrt_plugin() is None,
+@pytest.mark.skipif("pjrt" not in native.compiled_runtimes() or pjrt_plugin() is None,
                     reason="xlabench-native without pjrt, or no xla-cpu-pjrt plugin")
 def test_pjrt_runs_the_jax_export_in_the_plugin(tmp_path: Path) -> None:
     spec = Spec("mobilenet_v3_small", "jax", "xla", 32, batch_size=2, measure=QUICK,

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from xlabench.core.spec import Spec
 
 OOM_MARKERS = ("resource_exhausted", "resourceexhausted", "out of memory", "outofmemory", "oom ")
+
+
+class ConversionError(RuntimeError):
+    """An exporter, converter or runtime refused the model; the message is one line."""
 
 
 @dataclass
@@ -49,6 +55,33 @@ class Backend(Protocol):
 
     def peak_device_memory_mb(self) -> float | None:
         """Peak memory the framework allocated on the accelerator, or None on the CPU."""
+
+
+class NativeExporter(Protocol):
+    """What a backend module with native runtimes (core/backends.py `native_runtimes`) adds:
+    the export of a compiled mode's artifact, which xlabench-native then times."""
+
+    def export_native(self, spec: Spec, model: Any, x: Any, out_dir: Path,
+                      threads: int) -> dict[str, Any]:
+        """Write the artifact for `spec.native_runtime` into `out_dir`; return its manifest.
+
+        The manifest's entries go to out_dir/artifact.json for the C++ runtime (paths relative
+        to out_dir, settings), except these, which runner/native.py reads itself:
+        `args` every argument of the exported function as arrays (default: the batch `x`
+        alone), `input` entries added to the last argument's (e.g. its tensor name),
+        `stages_s` export stages in seconds (default: the whole call as `export`), `info`
+        what the record stores in backend_info (`same_compiler`: whether the native side
+        runs the compiler the Python side does). A refusal raises ConversionError.
+        `threads`: the CPUs both sides may use.
+        """
+
+
+def package_version(package: str, missing: str = "missing") -> str:
+    """The installed version of distribution `package`, or `missing`."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return missing
 
 
 def is_oom(exc: BaseException) -> bool:

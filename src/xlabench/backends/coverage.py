@@ -10,6 +10,7 @@ process covers the runtimes whose exporting backend is its KERAS_BACKEND (`runti
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import tempfile
 import time
@@ -19,16 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from xlabench.backends import iree as iree_backend
-from xlabench.backends import litert as litert_backend
-from xlabench.backends import onnxruntime as ort_backend
-from xlabench.backends import openvino as ov_backend
-from xlabench.backends import runtime
-
-RUNTIMES = ("openvino", "onnxruntime", "litert", "iree")
-#: The Keras backend whose model each runtime takes.
-EXPORT_BACKENDS = {"openvino": runtime.EXPORT_BACKEND, "onnxruntime": runtime.EXPORT_BACKEND,
-                   "litert": runtime.EXPORT_BACKEND, "iree": iree_backend.EXPORT_BACKEND}
+from xlabench.backends import load, runtime
+from xlabench.core.backends import EXPORT_BACKENDS, RUNTIMES
 
 
 def runtimes_for(keras_backend: str) -> tuple[str, ...]:
@@ -61,7 +54,6 @@ def try_runtimes(model: Any, x: Any, threads: int = 1,
         raise ValueError(f"{', '.join(wrong)} take a model built on "
                          f"{EXPORT_BACKENDS[wrong[0]]}, not {keras.backend.backend()}")
     reference = _flat(model(x, training=False))
-    host_x = runtime.host_input(x)
     traced: list[Any] = []
 
     def tf_graph() -> Any:  # traced once, for the runtimes that take the TF graph
@@ -69,14 +61,10 @@ def try_runtimes(model: Any, x: Any, threads: int = 1,
             traced.append(runtime.trace(model, x))
         return traced[0]
 
-    runs = {
-        "openvino": lambda: _run_openvino(tf_graph()[1], host_x, threads),
-        "onnxruntime": lambda: _run_onnxruntime(tf_graph()[0], x, host_x, threads),
-        "litert": lambda: _run_litert(tf_graph()[1], model, host_x, threads),
-        "iree": lambda: _run_iree(model, x, threads),
-    }
     with _scratch():
-        return {name: _attempt(name, reference, runs[name]) for name in runtimes}
+        # each runtime module's convert_and_run: convert, compile and run once on x
+        return {name: _attempt(name, reference, functools.partial(
+            load(name).convert_and_run, model, x, threads, tf_graph)) for name in runtimes}
 
 
 @contextlib.contextmanager
@@ -92,38 +80,6 @@ def _scratch() -> Iterator[None]:
                 os.environ.pop(runtime.ARTIFACTS_ENV, None)
             else:
                 os.environ[runtime.ARTIFACTS_ENV] = before
-
-
-def _run_openvino(concrete: Any, host_x: Any, threads: int) -> list[Any]:
-    import openvino as ov
-
-    stages: dict[str, float] = {}
-    request = ov_backend.compile_traced(concrete, "fp32", threads, {}, stages, ov)
-    return list(request.infer({0: host_x}).values())
-
-
-def _run_onnxruntime(function: Any, x: Any, host_x: Any, threads: int) -> list[Any]:
-    stages: dict[str, float] = {}
-    path = runtime.timed(stages, "convert", ort_backend.convert, function, x)
-    session, name = ort_backend.compile_file(path, "compiled", threads, {}, stages)
-    return session.run(None, {name: host_x})
-
-
-def _run_litert(concrete: Any, model: Any, host_x: Any, threads: int) -> list[Any]:
-    """The compiled (XNNPACK) mode: the one a deployment would run."""
-    stages: dict[str, float] = {}
-    info: dict[str, Any] = {}
-    path = runtime.timed(stages, "convert", litert_backend.convert, concrete, model, info)
-    interpreter, index, outputs = litert_backend.compile_file(path, "compiled", threads, info,
-                                                              stages)
-    interpreter.set_tensor(index, host_x)
-    interpreter.invoke()
-    return [interpreter.get_tensor(i) for i in outputs]
-
-
-def _run_iree(model: Any, x: Any, threads: int) -> list[Any]:
-    function, args = iree_backend.compile_model(model, x, threads, {})
-    return iree_backend._to_host(function(*args))
 
 
 def _attempt(name: str, reference: list[np.ndarray], run: Any) -> Outcome:

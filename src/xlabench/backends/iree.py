@@ -15,7 +15,6 @@ and every output the compiled one returns, is float32.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 from typing import Any
 
@@ -23,7 +22,7 @@ import numpy as np
 
 from xlabench.backends import jax as jax_backend
 from xlabench.backends import runtime
-from xlabench.backends.base import Runner
+from xlabench.backends.base import Runner, package_version
 from xlabench.core.spec import Spec
 
 #: Keras backend that builds and exports the model for IREE.
@@ -62,7 +61,7 @@ def setup(spec: Spec) -> dict[str, Any]:
 
     runtime.require_fp32(spec, "iree", "the bf16 artifact is not checked yet")
     exporter = jax_backend.setup(spec)
-    versions = {p: _version(p) for p in PACKAGES}
+    versions = {p: package_version(p) for p in PACKAGES}
     return {
         "framework": "iree",
         "framework_version": versions["iree-base-runtime"],
@@ -74,13 +73,6 @@ def setup(spec: Spec) -> dict[str, Any]:
         "keras_version": keras.__version__,
         "threads": runtime.cpu_count(),
     }
-
-
-def _version(package: str) -> str:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return "missing"
 
 
 def runtime_flags(threads: int) -> tuple[str, ...]:
@@ -134,6 +126,13 @@ def compile_model(model: Any, x: Any, threads: int, info: dict[str, Any]) -> Any
         "runtime_flags": list(runtime_flags(threads)), "task_topology_group_count": threads,
     }
     return function, device_args
+
+
+def convert_and_run(model: Any, x: Any, threads: int, tf_graph: Any) -> list[Any]:
+    """Exported, compiled and run once on `x` (backends/coverage.py: can IREE take this model?
+    It takes the Keras-on-JAX export, not the TF graph)."""
+    function, args = compile_model(model, x, threads, {})
+    return _to_host(function(*args))
 
 
 def compile_stablehlo(mlir: str | bytes) -> bytes:

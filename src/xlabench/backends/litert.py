@@ -111,6 +111,18 @@ def convert(concrete: Any, model: Any, info: dict[str, Any]) -> str:
     return path
 
 
+def convert_and_run(model: Any, x: Any, threads: int, tf_graph: Any) -> list[Any]:
+    """The traced graph (`tf_graph()`) converted and run once on `x` in the compiled
+    (XNNPACK) mode, the one a deployment would run (backends/coverage.py)."""
+    stages: dict[str, float] = {}
+    info: dict[str, Any] = {}
+    path = runtime.timed(stages, "convert", convert, tf_graph()[1], model, info)
+    interpreter, index, outputs = compile_file(path, "compiled", threads, info, stages)
+    interpreter.set_tensor(index, runtime.host_input(x))
+    interpreter.invoke()
+    return [interpreter.get_tensor(i) for i in outputs]
+
+
 def interpreter_config(mode: str, threads: int) -> dict[str, Any]:
     """The knobs we set, in words (stored with the record)."""
     return {"op_resolver": OP_RESOLVER[mode], "num_threads": threads, "delegate": DELEGATE[mode],

@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from xlabench.backends import runtime
-from xlabench.backends.base import Runner
+from xlabench.backends.base import Runner, package_version
 from xlabench.core.spec import Spec
 
 SYNC = runtime.SYNC
@@ -38,18 +38,9 @@ def setup(spec: Spec) -> dict[str, Any]:
         "framework": "onnxruntime",
         "framework_version": ort.__version__,
         "providers_available": ort.get_available_providers(),
-        "converter": f"tf2onnx {_version('tf2onnx')}, onnx {_version('onnx')}",
+        "converter": f"tf2onnx {package_version('tf2onnx')}, onnx {package_version('onnx')}",
         **runtime.setup_exporter(spec),
     }
-
-
-def _version(package: str) -> str:
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return "missing"
 
 
 def session_config(mode: str, threads: int) -> dict[str, Any]:
@@ -138,6 +129,15 @@ def _freeze_captured_constants(proto: Any, concrete: Any) -> None:
             array = np.asarray(values[graph_input.name].numpy())
             proto.graph.initializer.append(numpy_helper.from_array(array, graph_input.name))
             proto.graph.input.remove(graph_input)
+
+
+def convert_and_run(model: Any, x: Any, threads: int, tf_graph: Any) -> list[Any]:
+    """The traced graph (`tf_graph()`) converted, compiled (`compiled` mode) and run once on
+    `x` (backends/coverage.py: can ONNX Runtime take this model?)."""
+    stages: dict[str, float] = {}
+    path = runtime.timed(stages, "convert", convert, tf_graph()[0], x)
+    session, name = compile_file(path, "compiled", threads, {}, stages)
+    return session.run(None, {name: runtime.host_input(x)})
 
 
 def compile_file(path: str, mode: str, threads: int, info: dict[str, Any],

@@ -12,6 +12,7 @@ spec that did not say so would silently compare different arithmetic.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from xlabench.backends import runtime
@@ -101,6 +102,49 @@ def compile_traced(concrete: Any, precision: str, threads: int, info: dict[str, 
                                       if op.get_type_name() == "Constant"})
     _check_precision(info["openvino_properties"], config)
     return compiled.create_infer_request()
+
+
+def convert_and_run(model: Any, x: Any, threads: int, tf_graph: Any) -> list[Any]:
+    """The traced graph (`tf_graph()`) converted, compiled and run once on `x`, fp32
+    (backends/coverage.py: can OpenVINO take this model?)."""
+    import openvino as ov
+
+    request = compile_traced(tf_graph()[1], "fp32", threads, {}, {}, ov)
+    return list(request.infer({0: runtime.host_input(x)}).values())
+
+
+def export_native(spec: Spec, model: Any, x: Any, out_dir: Path,
+                  threads: int) -> dict[str, Any]:
+    """openvino: the IR the compiled mode compiles, from the same trace and conversion, fp32
+    weights (`base.NativeExporter`).
+
+    The compile properties are this module's (compile_config: the precision hint, one stream,
+    LATENCY, INFERENCE_NUM_THREADS = the worker's CPUs); the C++ side sets them on
+    compile_model and reports what the compiled model says back.
+    """
+    import openvino as ov
+
+    stages: dict[str, float] = {}
+    info: dict[str, Any] = {}
+    try:
+        _, concrete = runtime.timed(stages, "export", runtime.trace, model, x)
+        ov_model = runtime.timed(stages, "convert", _convert, concrete, info, ov)
+        (out_dir / "ir").mkdir()
+        runtime.timed(stages, "save", ov.save_model, ov_model, str(out_dir / "ir" / "model.xml"),
+                      compress_to_fp16=False)
+    except runtime.ConversionError as exc:
+        raise runtime.ConversionError(f"{spec.backend} {exc}") from exc
+    config = compile_config(spec.precision, threads)
+    weights = sorted({op.get_element_type().get_type_name() for op in ov_model.get_ops()
+                      if op.get_type_name() == "Constant"})
+    return {
+        "model": "ir/model.xml", "weights": "ir/model.bin", "config": config,
+        "stages_s": stages,
+        "info": {"artifact": "OpenVINO IR (compress_to_fp16=False)",
+                 "artifact_bytes": sum(p.stat().st_size for p in (out_dir / "ir").iterdir()),
+                 "openvino_config": config, "ir_weight_types": weights,
+                 "openvino_version": ov.get_version(), "same_compiler": True, **info},
+    }
 
 
 def _convert(concrete: Any, info: dict[str, Any], ov: Any) -> Any:

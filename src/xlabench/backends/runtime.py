@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from xlabench.backends import tensorflow as tf_backend
-from xlabench.backends.base import Runner, keras_input
+from xlabench.backends.base import ConversionError, Runner, keras_input
 from xlabench.core.spec import REFERENCE_MODE, Spec
 
 #: Keras backend that builds, traces and exports the model for every runtime.
@@ -27,10 +27,6 @@ ARTIFACTS_ENV = "XLABENCH_ARTIFACTS_DIR"
 INPUT_NAME = "images"
 T = TypeVar("T")
 SYNC = "none needed: the runtime's inference call is synchronous (returns host arrays)"
-
-
-class ConversionError(RuntimeError):
-    """An exporter, converter or runtime refused the model; the message is one line."""
 
 
 def environment(spec: Spec, environ: dict[str, str], scratch: str) -> dict[str, str | None]:

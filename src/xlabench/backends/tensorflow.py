@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from xlabench.backends.base import Runner, keras_input
+from xlabench.backends.base import ConversionError, Runner, keras_input
 from xlabench.core.spec import Spec
 
 SYNC = "tf.test.experimental.sync_devices() after the last step of each sample"
@@ -60,6 +61,44 @@ def make_runner(model: Any, mode: str, x: Any) -> Runner:
 
     runner.finish = finish
     return runner
+
+
+def export_native(spec: Spec, model: Any, x: Any, out_dir: Path,
+                  threads: int) -> dict[str, Any]:
+    """tf_c: a SavedModel whose serving function is the forward (jit_compile on for the xla
+    mode), run by the TF C API with this process's thread counts (`base.NativeExporter`)."""
+    import keras
+    import tensorflow as tf
+    from tensorflow.core.protobuf import config_pb2, saved_model_pb2
+
+    def forward(inputs: Any) -> Any:
+        return model(inputs, training=False)
+
+    jit = spec.mode == "xla"
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint("serve", tf.function(forward, jit_compile=jit, autograph=False),
+                         input_signature=[tf.TensorSpec(x.shape, tf.float32)])
+    archive.write_out(str(out_dir / "saved_model"), verbose=False)
+    saved = saved_model_pb2.SavedModel.FromString(
+        (out_dir / "saved_model" / "saved_model.pb").read_bytes())
+    signature = saved.meta_graphs[0].signature_def["serving_default"]
+    if len(signature.inputs) != 1:
+        raise ConversionError(f"the serving signature has {len(signature.inputs)} inputs, not 1")
+    # Keras flattens dict outputs by sorted key, and the signature names them output_0, ...
+    keys = sorted(signature.outputs, key=lambda k: (len(k), k))
+    # The same thread counts TensorFlow's Python side uses by default on this machine.
+    config = config_pb2.ConfigProto(intra_op_parallelism_threads=threads,
+                                    inter_op_parallelism_threads=threads)
+    (out_dir / "session_config.pb").write_bytes(config.SerializeToString())
+    size = sum(p.stat().st_size for p in (out_dir / "saved_model").rglob("*") if p.is_file())
+    return {
+        "saved_model": "saved_model", "session_config": "session_config.pb",
+        "input": {"tensor": next(iter(signature.inputs.values())).name},
+        "outputs": [{"tensor": signature.outputs[k].name} for k in keys],
+        "info": {"artifact": "SavedModel", "artifact_bytes": size, "jit_compile": jit,
+                 "same_compiler": True},
+    }
 
 
 def sync(output: Any) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import time
+from pathlib import Path
 from typing import Any
 
 from xlabench.backends.base import Runner, keras_input
@@ -88,6 +90,38 @@ def _compiled_runner(model: Any, forward: Any, x: Any) -> Runner:
 
     runner.finish = finish
     return runner
+
+
+def export_native(spec: Spec, model: Any, x: Any, out_dir: Path,
+                  threads: int) -> dict[str, Any]:
+    """aoti: an AOTInductor package of the same torch.export capture the compiled mode
+    compiles (`base.NativeExporter`).
+
+    Keras emits an in-place rsqrt_ that AOTInductor refuses ("entirely functional graph"):
+    run_decompositions() first. The package is built for this CPU (-march=native).
+    """
+    import torch
+
+    torch.set_num_threads(threads)
+    with torch.no_grad():
+        start = time.perf_counter()
+        exported = torch.export.export(_forward_module(model), (x,), strict=False)
+        exported = exported.run_decompositions()
+        export_s = time.perf_counter() - start
+        package = str(out_dir / "model.pt2")
+        torch._inductor.aoti_compile_and_package(exported, package_path=package)
+    package_s = time.perf_counter() - start - export_s
+    return {
+        "package": "model.pt2",
+        "stages_s": {"export": export_s, "package": package_s},
+        "info": {"artifact": "AOTInductor package (.pt2)",
+                 "artifact_bytes": os.path.getsize(package),
+                 "capture": "torch.export(strict=False), run_decompositions, AOTInductor",
+                 "same_compiler": False,
+                 "compiler_note": "the Python side runs torch.compile (Inductor, compiled in "
+                                  "the worker), the native side an AOTInductor package: one "
+                                  "compiler, two compile paths"},
+    }
 
 
 def _forward_module(model: Any) -> Any:

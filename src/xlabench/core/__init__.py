@@ -1,5 +1,6 @@
 """Core types shared by every layer. Standard library only."""
 
+from xlabench.core.backends import BACKENDS, BackendInfo
 from xlabench.core.errors import Status, UserError
 from xlabench.core.record import (
     Costs,
@@ -15,7 +16,6 @@ from xlabench.core.record import (
 )
 from xlabench.core.spec import (
     BACKEND_MODES,
-    BACKEND_PACKAGES,
     COMPILED_MODES,
     PRECISIONS,
     WEIGHTS,
@@ -24,11 +24,12 @@ from xlabench.core.spec import (
 )
 
 __all__ = [
+    "BACKENDS",
     "BACKEND_MODES",
-    "BACKEND_PACKAGES",
     "COMPILED_MODES",
     "PRECISIONS",
     "WEIGHTS",
+    "BackendInfo",
     "Costs",
     "Latency",
     "MeasureSettings",

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from xlabench.core.backends import BACKENDS
 from xlabench.core.errors import UserError
 from xlabench.core.record import Interference
 
@@ -90,14 +91,7 @@ MACHINE_KEYS = ("hostname", "cpu_model", "cpu_count", "machine", "accelerator", 
 #: for that backend's configurations: the between-run variation is estimated across them.
 COMMON_PACKAGES = ("keras", "keras-hub", "numpy", "xlabench")
 BACKEND_PACKAGES: dict[str, tuple[str, ...]] = {
-    "tensorflow": ("tensorflow",),
-    "jax": ("jax", "jaxlib"),
-    "torch": ("torch",),
-    "openvino": ("openvino", "tensorflow"),
-    "onnxruntime": ("onnxruntime", "onnx", "tf2onnx", "tensorflow"),
-    "litert": ("ai-edge-litert", "tensorflow"),
-    "iree": ("iree-base-compiler", "iree-base-runtime", "jax", "jaxlib"),
-}
+    b.name: b.identifying_packages for b in BACKENDS}
 
 
 def software_id(env: Mapping[str, Any], backend: str) -> str:

@@ -8,57 +8,23 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from xlabench.core.backends import BACKENDS, NATIVE_RUNTIMES, PRECISIONS, RUNTIMES
 from xlabench.core.errors import UserError
 
-#: Modes per backend. The first mode of each framework backend is its eager baseline.
-BACKEND_MODES: dict[str, tuple[str, ...]] = {
-    "tensorflow": ("eager", "graph", "xla"),
-    "jax": ("eager", "xla"),
-    "torch": ("eager", "compiled"),
-    # Deployment runtimes: the Keras model exported (by Keras-on-TensorFlow; for IREE by
-    # Keras-on-JAX) and run by the runtime. OpenVINO and IREE have no mode of their own without
-    # their compilers; ONNX Runtime's `basic` runs the graph with every graph optimisation
-    # disabled, LiteRT's runs its builtin kernels with the default XNNPACK delegate disabled.
-    "openvino": ("compiled",),
-    "onnxruntime": ("basic", "compiled"),
-    "litert": ("basic", "compiled"),
-    "iree": ("compiled",),
-}
+#: Modes per backend (core/backends.py describes each backend). The first mode of each
+#: framework backend is its eager baseline.
+BACKEND_MODES: dict[str, tuple[str, ...]] = {b.name: b.modes for b in BACKENDS}
 #: Modes that run a whole-graph compiler (the study's "xla=True" column).
 COMPILED_MODES: frozenset[str] = frozenset({"xla", "compiled"})
 #: Parity reference of the runtime backends: Keras eager on the exporting backend, same
 #: weights and input (a mode of the reference only, never measured on its own).
 REFERENCE_MODE = "keras_eager"
 #: Backends whose parity reference is not their own first mode.
-RUNTIME_BACKENDS: frozenset[str] = frozenset({"openvino", "onnxruntime", "litert", "iree"})
-#: fp32: float32 everywhere; bf16: bfloat16 weights and compute;
-#: mixed: float32 weights, bfloat16 compute.
-PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "mixed")
+RUNTIME_BACKENDS: frozenset[str] = frozenset(RUNTIMES)
 WEIGHTS: tuple[str, ...] = ("random", "imagenet")
-#: The Python module that must be importable for each backend, and how to get it.
-BACKEND_PACKAGES: dict[str, tuple[str, str]] = {
-    "tensorflow": ("tensorflow", "pip install 'xlabench[tensorflow]' (or: pip install tensorflow)"),
-    "jax": ("jax", "pip install 'xlabench[jax]'  (or: pip install jax)"),
-    "torch": ("torch", "pip install 'xlabench[torch]'  (or: pip install torch)"),
-    "openvino": ("openvino", "pip install 'xlabench[openvino]'  (or: pip install openvino "
-                 "tensorflow)"),
-    "onnxruntime": ("onnxruntime", "pip install 'xlabench[onnxruntime]'  (or: pip install "
-                    "onnxruntime onnx tf2onnx tensorflow)"),
-    "litert": ("ai_edge_litert", "pip install 'xlabench[litert]'  (or: pip install ai-edge-litert "
-               "tensorflow)"),
-    "iree": ("iree.runtime", "pip install 'xlabench[iree]'  (or: pip install iree-base-compiler "
-             "iree-base-runtime jax)"),
-}
 #: Who runs the timed loop: the Python worker, or the C++ program xlabench-native on an
-#: exported artifact (native/). Each compiled mode has one native runtime.
+#: exported artifact (native/). Each compiled mode has one native runtime (NATIVE_RUNTIMES).
 RUNNERS: tuple[str, ...] = ("python", "native")
-NATIVE_RUNTIMES: dict[tuple[str, str], str] = {
-    ("tensorflow", "graph"): "tf_c",
-    ("tensorflow", "xla"): "tf_c",
-    ("torch", "compiled"): "aoti",
-    ("jax", "xla"): "pjrt",
-    ("openvino", "compiled"): "openvino",
-}
 RESOLUTION_RANGE = (16, 2048)
 #: Spec fields whose default is left out of the canonical JSON (see `Spec.canonical_json`).
 LATER_FIELD_DEFAULTS: dict[str, Any] = {"runner": "python", "model_file": "", "model_factory": "",

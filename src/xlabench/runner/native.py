@@ -1,23 +1,21 @@
 """The native runner: the worker exports the compiled artifact and `xlabench-native` times it.
 
-The worker keeps everything but the timed loop: it builds the model, exports the artifact into
-its scratch directory (export times become compile stages), writes the input and the Keras eager
-reference output, starts the C++ program under a deadline, reads its JSON, checks parity and
-returns an ordinary Record (`spec.runner == "native"`). No statistic is computed here that the
-C++ side already computed: the samples come from its JSON and go through measure/summarize.py.
+The worker keeps everything but the timed loop: it builds the model, has its backend module
+export the artifact (`export_native`) into its scratch directory (export times become compile
+stages), writes the input and the Keras eager reference output, starts the C++ program under a
+deadline, reads its JSON, checks parity and returns an ordinary Record (`spec.runner ==
+"native"`). No statistic is computed here that the C++ side already computed: the samples come
+from its JSON and go through measure/summarize.py.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -25,7 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from xlabench.backends.base import ConversionError
 from xlabench.core import Memory, Record, Spec, Status, UserError, Warmup, failure
+from xlabench.core.backends import NATIVE_BY_NAME
 from xlabench.measure import interference, summarize
 from xlabench.measure import parity as paritylib
 
@@ -41,21 +41,6 @@ FAULT_ENV = "XLABENCH_NATIVE_FAULT"
 SELF_CHECK_ENV = "XLABENCH_NATIVE_SELF_CHECK"
 #: Loading and compiling before the method starts, on top of the method's own budgets.
 LOAD_ALLOWANCE_S = 600.0
-INSTALL_HINTS: dict[str, str] = {
-    "tf_c": "pip install tensorflow-cpu (its wheel ships the C API), then `make setup`",
-    "aoti": "pip install torch (libtorch ships in its wheel), then `make setup`",
-    "pjrt": "pip install xla-cpu-pjrt (the PJRT CPU plugin), then `make setup`",
-    "openvino": "pip install openvino (its wheel ships the C++ runtime and OpenVINOConfig.cmake), "
-                "then `make setup`",
-}
-SYNC = {
-    "tf_c": "TF_SessionRun returns when its outputs are computed (CPU): each step is synced",
-    "aoti": "AOTIModelPackageLoader::run returns when its outputs are computed (CPU)",
-    "pjrt": "PJRT_Event_Await on the last execution's completion event",
-    "openvino": "ov::InferRequest::infer is synchronous: it returns when its outputs are computed "
-                "(CPU)",
-}
-
 
 class NativeError(Exception):
     """xlabench-native failed or said something we cannot use: one line, a failed record."""
@@ -107,7 +92,7 @@ def require_runtime(spec: Spec) -> None:
     if runtime not in compiled_runtimes():
         have = ", ".join(compiled_runtimes()) or "none"
         raise UserError(f"{PROGRAM} has no {runtime} runtime for {spec.backend}/{spec.mode} "
-                        f"(compiled in: {have}); {INSTALL_HINTS[runtime]}")
+                        f"(compiled in: {have}); {NATIVE_BY_NAME[runtime].install_hint}")
 
 
 def threads() -> int:
@@ -118,8 +103,7 @@ def threads() -> int:
 def measure(spec: Spec, entry: Any, backend: Any, model: Any, x: Any,
             runtime_info: dict[str, Any]) -> Record:
     """Export, run natively, check parity; failures come back as failed records."""
-    runtime = spec.native_runtime
-    if runtime is None or runtime not in EXPORTERS:
+    if spec.native_runtime is None or not hasattr(backend, "export_native"):
         return failure(spec, Status.UNSUPPORTED, f"no native exporter for {spec.backend}/"
                        f"{spec.mode} yet", family=entry.family, kind=entry.kind)
     if spec.precision != "fp32":
@@ -129,7 +113,7 @@ def measure(spec: Spec, entry: Any, backend: Any, model: Any, x: Any,
         artifact = Path(scratch)
         try:
             return _measure_in(spec, entry, backend, model, x, runtime_info, artifact)
-        except NativeError as exc:
+        except (NativeError, ConversionError) as exc:  # the export's refusal, or ours
             return failure(spec, Status.FAILED, str(exc), family=entry.family, kind=entry.kind)
 
 
@@ -139,7 +123,7 @@ def _measure_in(spec: Spec, entry: Any, backend: Any, model: Any, x: Any,
     count = threads()
     x_np = np.asarray(backend.to_numpy(x), dtype=np.float32)
     start = time.perf_counter()
-    exported = EXPORTERS[runtime](model, x, spec, artifact, count)
+    exported = backend.export_native(spec, model, x, artifact, count)  # base.NativeExporter
     stages_s = exported.pop("stages_s", None) or {"export": time.perf_counter() - start}
     write_artifact(artifact, runtime, x_np, exported)
     _inject_fault(artifact, os.environ.get(FAULT_ENV, ""))
@@ -298,175 +282,21 @@ def to_record(spec: Spec, entry: Any, run: NativeRun, parity: Any, runtime_info:
         "native_settings": result["settings"], "native_wall_s": run.wall_s,
         "warmup_steady": bool(warm["steady"]),
     }
-    if result["runtime"] == "openvino":  # what compile_model reported, as the backend records it
-        backend_info["openvino_properties"] = {
-            k.removeprefix("reported."): v for k, v in metadata.items()
-            if k.startswith("reported.")}
+    reported = {k.removeprefix("reported."): v for k, v in metadata.items()
+                if k.startswith("reported.")}
+    if reported:  # what the runtime's compiled model says back, under the backend's own key
+        backend_info[f"{spec.backend}_properties"] = reported
     if "self_check" in result:
         backend_info["native_self_check"] = result["self_check"]
     return Record(
         spec=spec, status=Status.OK, family=entry.family, kind=entry.kind,
         throughput=throughput, latency=summarize.latency_stats(result["latency"]["step_s"]),
         warmup=warmup, parity=parity, memory=Memory(), env={"runtime": runtime_info},
-        backend_info=backend_info, sync=SYNC.get(result["runtime"], ""),
+        backend_info=backend_info, sync=_sync(result["runtime"]),
     )
 
 
-def _export_tf_c(model: Any, x: Any, spec: Spec, artifact: Path, count: int) -> dict[str, Any]:
-    """A SavedModel whose serving function is the forward (jit_compile on for tensorflow/xla)."""
-    import keras
-    import tensorflow as tf
-    from tensorflow.core.protobuf import config_pb2, saved_model_pb2
-
-    def forward(inputs: Any) -> Any:
-        return model(inputs, training=False)
-
-    jit = spec.mode == "xla"
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    archive.add_endpoint("serve", tf.function(forward, jit_compile=jit, autograph=False),
-                         input_signature=[tf.TensorSpec(x.shape, tf.float32)])
-    archive.write_out(str(artifact / "saved_model"), verbose=False)
-    saved = saved_model_pb2.SavedModel.FromString(
-        (artifact / "saved_model" / "saved_model.pb").read_bytes())
-    signature = saved.meta_graphs[0].signature_def["serving_default"]
-    if len(signature.inputs) != 1:
-        raise NativeError(f"the serving signature has {len(signature.inputs)} inputs, not 1")
-    # Keras flattens dict outputs by sorted key, and the signature names them output_0, ...
-    keys = sorted(signature.outputs, key=lambda k: (len(k), k))
-    # The same thread counts TensorFlow's Python side uses by default on this machine.
-    config = config_pb2.ConfigProto(intra_op_parallelism_threads=count,
-                                    inter_op_parallelism_threads=count)
-    (artifact / "session_config.pb").write_bytes(config.SerializeToString())
-    size = sum(p.stat().st_size for p in (artifact / "saved_model").rglob("*") if p.is_file())
-    return {
-        "saved_model": "saved_model", "session_config": "session_config.pb",
-        "input": {"tensor": next(iter(signature.inputs.values())).name},
-        "outputs": [{"tensor": signature.outputs[k].name} for k in keys],
-        "info": {"artifact": "SavedModel", "artifact_bytes": size, "jit_compile": jit,
-                 "same_compiler": True},
-    }
-
-
-def _export_aoti(model: Any, x: Any, spec: Spec, artifact: Path, count: int) -> dict[str, Any]:
-    """An AOTInductor package of the same torch.export capture the torch backend compiles.
-
-    Keras emits an in-place rsqrt_ that AOTInductor refuses ("entirely functional graph"):
-    run_decompositions() first. The package is built for this CPU (-march=native).
-    """
-    import torch
-
-    from xlabench.backends.torch import _forward_module
-
-    torch.set_num_threads(count)
-    with torch.no_grad():
-        start = time.perf_counter()
-        exported = torch.export.export(_forward_module(model), (x,), strict=False)
-        exported = exported.run_decompositions()
-        export_s = time.perf_counter() - start
-        package = str(artifact / "model.pt2")
-        torch._inductor.aoti_compile_and_package(exported, package_path=package)
-    package_s = time.perf_counter() - start - export_s
-    return {
-        "package": "model.pt2",
-        "stages_s": {"export": export_s, "package": package_s},
-        "info": {"artifact": "AOTInductor package (.pt2)",
-                 "artifact_bytes": os.path.getsize(package),
-                 "capture": "torch.export(strict=False), run_decompositions, AOTInductor",
-                 "same_compiler": False,
-                 "compiler_note": "the Python side runs torch.compile (Inductor, compiled in "
-                                  "the worker), the native side an AOTInductor package: one "
-                                  "compiler, two compile paths"},
-    }
-
-
-def pjrt_plugin() -> Path | None:
-    """The PJRT CPU plugin of pip's xla-cpu-pjrt, if installed (found without importing jax)."""
-    found = importlib.util.find_spec("xla_plugins.xla_cpu_pjrt")
-    if found is None or not found.submodule_search_locations:
-        return None
-    path = Path(next(iter(found.submodule_search_locations))) / "xla_cpu_pjrt.so"
-    return path if path.is_file() else None
-
-
-def _export_pjrt(model: Any, x: Any, spec: Spec, artifact: Path, count: int) -> dict[str, Any]:
-    """jax.export of the jitted stateless_call the jax backend compiles (variables as arguments).
-
-    jax.export drops unused arguments: only module_kept_var_idx are fed. The plugin's XLA is
-    older than jaxlib's, so the two sides do not run the same compiler (recorded).
-    """
-    from jax._src.lib import xla_client
-
-    from xlabench.backends.jax import export_stateless
-
-    plugin = pjrt_plugin()
-    if plugin is None:
-        raise NativeError(f"no PJRT CPU plugin: {INSTALL_HINTS['pjrt']}")
-    start = time.perf_counter()
-    exported, kept = export_stateless(model, x)
-    export_s = time.perf_counter() - start
-    (artifact / "module.mlirbc").write_bytes(exported.mlir_module_serialized)
-    options = xla_client.CompileOptions()
-    options.executable_build_options.num_replicas = 1  # empty options abort the plugin
-    options.executable_build_options.num_partitions = 1
-    (artifact / "compile_options.pb").write_bytes(options.SerializeAsString())
-    return {
-        "plugin": str(plugin), "module": "module.mlirbc", "compile_options": "compile_options.pb",
-        "args": [np.asarray(a) for a in kept],
-        "stages_s": {"export": export_s},
-        "info": {"artifact": "jax.export StableHLO bytecode", "kept_args": len(kept),
-                 "all_args": len(exported.in_avals), "plugin": str(plugin),
-                 "plugin_package": _version("xla-cpu-pjrt"), "jaxlib": _version("jaxlib"),
-                 "same_compiler": False,
-                 "compiler_note": "the PJRT plugin's XLA differs from jaxlib's: native vs "
-                                  "Python differences are not Python overhead alone"},
-    }
-
-
-def _export_openvino(model: Any, x: Any, spec: Spec, artifact: Path,
-                     count: int) -> dict[str, Any]:
-    """The IR the openvino backend compiles: the same trace and conversion, fp32 weights.
-
-    The compile properties are the backend's own (compile_config: the precision hint, one
-    stream, LATENCY, INFERENCE_NUM_THREADS = the worker's CPUs); the C++ side sets them on
-    compile_model and reports what the compiled model says back.
-    """
-    import openvino as ov
-
-    from xlabench.backends import openvino as ov_backend
-    from xlabench.backends import runtime as rt
-
-    stages: dict[str, float] = {}
-    info: dict[str, Any] = {}
-    try:
-        _, concrete = rt.timed(stages, "export", rt.trace, model, x)
-        ov_model = rt.timed(stages, "convert", ov_backend._convert, concrete, info, ov)
-        (artifact / "ir").mkdir()
-        rt.timed(stages, "save", ov.save_model, ov_model, str(artifact / "ir" / "model.xml"),
-                 compress_to_fp16=False)
-    except rt.ConversionError as exc:
-        raise NativeError(f"openvino {exc}") from exc
-    config = ov_backend.compile_config(spec.precision, count)
-    weights = sorted({op.get_element_type().get_type_name() for op in ov_model.get_ops()
-                      if op.get_type_name() == "Constant"})
-    return {
-        "model": "ir/model.xml", "weights": "ir/model.bin", "config": config,
-        "stages_s": stages,
-        "info": {"artifact": "OpenVINO IR (compress_to_fp16=False)",
-                 "artifact_bytes": sum(p.stat().st_size for p in (artifact / "ir").iterdir()),
-                 "openvino_config": config, "ir_weight_types": weights,
-                 "openvino_version": ov.get_version(), "same_compiler": True, **info},
-    }
-
-
-def _version(package: str) -> str:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return ""
-
-
-EXPORTERS: dict[str, Callable[..., dict[str, Any]]] = {
-    "tf_c": _export_tf_c, "aoti": _export_aoti, "pjrt": _export_pjrt,
-    "openvino": _export_openvino,
-}
+def _sync(runtime: str) -> str:
+    """How the native runtime's timed loop syncs (core/backends.py), stored with the record."""
+    described = NATIVE_BY_NAME.get(runtime)
+    return described.sync if described else ""

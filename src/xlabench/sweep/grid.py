@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.core import BACKEND_MODES, PRECISIONS, MeasureSettings, Spec, UserError
+from xlabench.core.backends import BACKENDS, FRAMEWORKS, RUNTIMES
 from xlabench.core.result import ResultPolicy
 from xlabench.core.spec import NATIVE_RUNTIMES, RESOLUTION_RANGE, RUNNERS
 from xlabench.store import DEFAULT_DB
@@ -31,19 +32,13 @@ DEFAULT_TIMEOUT_S = 1800.0
 #: A run's label (`--label`, key `label`): what `xlabench compare` selects a side by.
 LABEL_PATTERN = re.compile(r"[A-Za-z0-9._:+-]{1,64}")
 CLASSIFIER_KINDS = tuple(k for k in KINDS if k != "detector")
-#: Precisions each backend can run. Keras 3 applies dtype policies on every backend, so all
-#: three are allowed everywhere; a combination that fails on some device is stored as a failure.
-#: The runtimes take what their exporters take: Keras' ONNX export needs the float32 policy,
-#: and OpenVINO's TensorFlow frontend refuses bfloat16 graphs ("Const of unknown type");
-#: LiteRT and IREE run fp32 only until a bf16 artifact is checked.
-BACKEND_PRECISIONS: dict[str, tuple[str, ...]] = {
-    **{b: PRECISIONS for b in BACKEND_MODES}, "openvino": ("fp32",), "onnxruntime": ("fp32",),
-    "litert": ("fp32",), "iree": ("fp32",)}
-#: Backend order inside each model group: JAX first, because a JAX worker counts the model's
-#: MACs/FLOPs in-process; the other backends then reuse the cached costs instead of paying for
-#: a separate cost-counting worker.
-BACKEND_ORDER = ("jax", "tensorflow", "torch", "openvino", "onnxruntime", "litert",
-                 "iree")
+#: Precisions each backend can run (core/backends.py says why the runtimes take fp32 only).
+#: Keras 3 applies dtype policies on every backend, so all three are allowed on the frameworks;
+#: a combination that fails on some device is stored as a failure.
+BACKEND_PRECISIONS: dict[str, tuple[str, ...]] = {b.name: b.precisions for b in BACKENDS}
+#: Backend order inside each model group: the table's (JAX first, so the others reuse the
+#: model's costs that a JAX worker counts in-process).
+BACKEND_ORDER: tuple[str, ...] = tuple(b.name for b in BACKENDS)
 
 #: Short measurement for `--preset demo` (and fine for smoke runs): precision is secondary.
 DEMO_MEASURE = MeasureSettings(
@@ -139,11 +134,8 @@ class Grid:
 
 
 # ------------------------------------------------------------------------------------ presets
-#: The study's Keras backends (the deployment runtimes are added by presets that ask for them).
-FRAMEWORKS = ("tensorflow", "jax", "torch")
-#: The deployment runtimes (fp32 only): the Keras-on-TensorFlow export run by OpenVINO, ONNX
-#: Runtime and LiteRT, the Keras-on-JAX StableHLO export compiled by IREE.
-RUNTIMES = ("openvino", "onnxruntime", "litert", "iree")
+#: The study's Keras backends (FRAMEWORKS) and the deployment runtimes (RUNTIMES, fp32 only),
+#: which presets add when they ask for them: both come from core/backends.py.
 _STUDY_COMMON: dict[str, Any] = {
     "batch_sizes": (4,), "precisions": ("fp32",), "repeats": 1,
     "backends": (*FRAMEWORKS, *RUNTIMES), "modes": (),
