@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from types import MappingProxyType
 
 import numpy as np
 import pytest
@@ -37,6 +38,16 @@ def test_runtime_specs_compare_with_keras_eager(backend: str, mode: str) -> None
     spec = Spec("resnet50_v1", backend, mode, 32)
     assert spec.baseline_mode == "keras_eager" != spec.mode
     assert Spec("resnet50_v1", "torch", "compiled", 32).baseline_mode == "eager"
+
+
+def test_a_table_entry_that_contradicts_itself_is_refused() -> None:
+    names = MappingProxyType({"compiled": "its compiler"})
+    with pytest.raises(ValueError, match="export backend"):  # a runtime exports from somewhere
+        BackendInfo("x", "X", "runtime", ("compiled",), names, ("fp32",), "x", "pip install x", ())
+    with pytest.raises(ValueError, match="mode names"):
+        BackendInfo("x", "X", "framework", ("eager", "compiled"), names, ("fp32",), "x", "", ())
+    with pytest.raises(ValueError, match="precisions"):
+        BackendInfo("x", "X", "framework", ("compiled",), names, ("fp64",), "x", "", ())
 
 
 def test_one_line_keeps_the_line_that_names_what_was_refused() -> None:

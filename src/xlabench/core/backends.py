@@ -166,9 +166,3 @@ NATIVE_BY_NAME: MappingProxyType[str, NativeRuntime] = MappingProxyType(
 def info(name: str) -> BackendInfo:
     """The description of backend `name` (KeyError for an unknown one: check first)."""
     return BY_NAME[name]
-
-
-def mode_name(backend: str, mode: str) -> str:
-    """A backend's mode for people, e.g. "LiteRT compiled: XNNPACK delegate"."""
-    described = BY_NAME[backend]
-    return f"{described.display_name} {mode}: {described.mode_names[mode]}"
