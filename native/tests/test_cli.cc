@@ -177,7 +177,8 @@ void check_run(const std::string& dir) {
 // The printed JSON, byte for byte, against GOLDEN_DIR/NAME: keys, their order, nesting, types
 // and number forms, as runner/native.py reads them. What changes from run to run is masked:
 // the pid, and the self-check's outside times (the real steady clock). To accept a deliberate
-// change, run with XLABENCH_UPDATE_GOLDEN=1 and review the diff.
+// change: XLABENCH_UPDATE_GOLDEN=1 build/native/tests/test_cli native/tests/golden, then review
+// the diff (and runner/native.py, which reads it).
 void check_golden(const Result& r, const std::string& golden_dir, const std::string& name) {
   CHECK(r.code == 0);
   std::string got = std::regex_replace(r.out, std::regex(R"("pid":\d+)"), R"("pid":0)");
@@ -204,18 +205,18 @@ void check_list() {
 
 }  // namespace
 
+// test_cli: the behaviour; test_cli GOLDEN_DIR: the printed text against the golden files.
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: test_cli GOLDEN_DIR\n";
-    return 2;
-  }
   const std::string dir = make_dir();
   write(dir + "/spec.json", kSpec);
   write(dir + "/check_spec.json", kSelfCheckSpec);
   write_artifact(dir, "fake");
+  if (argc == 2) {
+    check_goldens(dir, argv[1]);
+    return test::finish("test_cli (golden)");
+  }
   check_argument_errors(dir);
   check_artifact_errors(dir);
-  check_goldens(dir, argv[1]);
   check_run(dir);
   check_list();
   return test::finish("test_cli");
