@@ -123,17 +123,19 @@ Script = Callable[[Spec, int], tuple[float, float]]
 class ScriptedExecutor:
     """Returns a record per spec at once; `fail` maps model -> status to return instead;
     `script` gives each process its throughput and interference (default 100 samples/s, quiet).
-    `envs` keeps the extra environment the scheduler asked for, per process."""
+    `asked` keeps the label of each process, `targets` the sampling target the scheduler set
+    for it (None: the spec's own). `params_only`: its records carry params and no MACs/FLOPs,
+    as a real worker's do (the sweep attaches the store's); else the factory's whole costs."""
 
     def __init__(self, record_factory, fail: dict[str, Status] | None = None,
-                 costs: bool = True, script: Script | None = None) -> None:
+                 script: Script | None = None, params_only: bool = False) -> None:
         self.make = record_factory
         self.fail = fail or {}
-        self.costs = costs
+        self.params_only = params_only
         self.script = script or (lambda spec, n: (100.0, 0.0))
         self.workers = 1
-        self.asked: list[tuple[str, bool]] = []
-        self.envs: list[dict[str, str]] = []
+        self.asked: list[str] = []
+        self.targets: list[float | None] = []
         self._count: dict[str, int] = {}
 
     def env_ids(self) -> list[str]:
@@ -141,13 +143,12 @@ class ScriptedExecutor:
 
     def run(self, specs: Iterable[Spec], hooks: Hooks) -> Iterator[Finished]:
         for spec in specs:
-            wanted = hooks.want_costs(spec)
-            self.envs.append(hooks.process_env(spec))
+            self.targets.append(hooks.sampling_target(spec))
             hooks.started(spec)
-            self.asked.append((spec.label(), wanted))
-            yield Finished(spec, self._record(spec, wanted), wanted)
+            self.asked.append(spec.label())
+            yield Finished(spec, self._record(spec))
 
-    def _record(self, spec: Spec, wanted: bool) -> Record:
+    def _record(self, spec: Spec) -> Record:
         entry = REGISTRY.get(spec.model)
         status = self.fail.get(spec.model, Status.OK)
         n = self._count.get(spec.spec_id(), 0)
@@ -157,7 +158,7 @@ class ScriptedExecutor:
                          resolution=spec.resolution, family=entry.family, kind=entry.kind,
                          status=status, batch_size=spec.batch_size, repeat=spec.repeat,
                          measure=spec.measure, throughput=throughput)
-        costs = base.costs if wanted and self.costs else type(base.costs)(params=3)
+        costs = type(base.costs)(params=base.costs.params) if self.params_only else base.costs
         figures = Interference(wall_s=3.0, cpus=(0, 1), busy_frac=1.0, own_frac=1.0 - other,
                                other_frac=other, steal_frac=0.0)
         return base.replace(spec=spec, env_id=ENV, duration_s=2.0, costs=costs,

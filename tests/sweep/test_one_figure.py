@@ -124,12 +124,12 @@ def test_the_export_shows_each_result_as_stored(db: Path) -> None:
 
 
 def test_the_trackers_log_the_stored_figure(db: Path, tmp_path: Path) -> None:
-    from xlabench.sweep.schedule import Tracker
+    from xlabench.sweep.schedule import ResultProcesses
 
     with ResultStore(db) as store:
         for result in store.combined(status="ok"):
             records = store.processes(result.result_id)
-            tracker = Tracker(records[0].spec, result.result_id, ResultPolicy())
+            tracker = ResultProcesses(records[0].spec, result.result_id, ResultPolicy())
             tracker.records.extend(records)
             stand_in = tracker.summary_record(result)
             assert stand_in is not None and stand_in.throughput is not None

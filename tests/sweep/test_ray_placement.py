@@ -132,7 +132,7 @@ class _FakeRay:
                 if node["NodeID"] == task["node"]:
                     node["Alive"] = False
             raise self.exceptions.RayError(f"node {task['node']} died")
-        where = {"node_id": task["node"], "declared_cpus": task["args"][4]}
+        where = {"node_id": task["node"], "declared_cpus": task["args"][3]}
         record = failure(spec, Status.OK, "scripted").replace(
             status=Status.OK, error=None, backend_info={"placement": where})
         return record.to_dict()
@@ -148,14 +148,11 @@ class _Hooks:
     def __init__(self) -> None:
         self.labels: list[str] = []
 
-    def want_costs(self, spec: Spec) -> bool:
-        return False
-
     def started(self, spec: Spec) -> None:
         self.labels.append(spec.label())
 
-    def process_env(self, spec: Spec) -> dict[str, str]:
-        return {}
+    def sampling_target(self, spec: Spec) -> float | None:
+        return None
 
 
 def _executor(monkeypatch: pytest.MonkeyPatch, fake: _FakeRay, workers: int | None = None
@@ -183,7 +180,7 @@ def test_each_cpu_task_owns_a_node(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(records) == 5 and all(r.ok for r in records)
     tasks = [t for t in fake.tasks.values() if t["function"] is executors._ray_run]
     # every task asks for all its node's CPUs, and tells the worker how many that is
-    assert {(t["node"], t["num_cpus"], t["args"][4]) for t in tasks} == {("a", 8, 8),
+    assert {(t["node"], t["num_cpus"], t["args"][3]) for t in tasks} == {("a", 8, 8),
                                                                          ("b", 4, 4)}
     assert fake.most_in_flight == 2  # (and _FakeRay.submit checked no node held two)
     assert all(r.beside == () for r in records)  # different hosts: nothing beside
@@ -226,7 +223,7 @@ def test_gpu_clusters_keep_one_gpu_per_task(monkeypatch: pytest.MonkeyPatch) -> 
     assert probed == ["g1", "g2"]  # the nodes that run GPU tasks
     assert len(_run(executor, _specs(6))) == 6
     tasks = [t for t in fake.tasks.values() if t["function"] is executors._ray_run]
-    assert {(t["node"], t["num_cpus"], t["num_gpus"], t["args"][4]) for t in tasks} == {
+    assert {(t["node"], t["num_cpus"], t["num_gpus"], t["args"][3]) for t in tasks} == {
         ("any", 1, 1, None)}  # Ray picks the node; the worker is not pinned
     assert fake.most_running == 4  # one per GPU
 

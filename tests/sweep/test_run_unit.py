@@ -14,7 +14,7 @@ import pytest
 
 from tests.sweep.conftest import ScriptedExecutor
 from xlabench.core import Record, Spec, Status
-from xlabench.runner import Placement
+from xlabench.runner import Placement, ensure_costs
 from xlabench.store import ResultStore
 from xlabench.sweep import Sweep, build_config, format_plan, format_summary, run_sweep
 from xlabench.sweep.executors import (
@@ -46,7 +46,7 @@ def test_resume_skips_ok_and_retries_failures(tmp_path: Path, record_factory) ->
 
     again = ScriptedExecutor(record_factory)
     summary = run_sweep(config, io.StringIO(), executor=again)
-    assert [label.split("@")[0] for label, _ in again.asked] == ["resnet50_v1"] * 2
+    assert [label.split("@")[0] for label in again.asked] == ["resnet50_v1"] * 2
     assert (summary.ok, summary.done_before) == (2, 2)
 
     with ResultStore(config.db) as store:
@@ -56,25 +56,63 @@ def test_resume_skips_ok_and_retries_failures(tmp_path: Path, record_factory) ->
     assert len({r["sweep_id"] for r in rows}) == 1  # the same grid keeps its sweep id
 
 
-def test_costs_counted_once_per_model_by_jax(tmp_path: Path, record_factory) -> None:
+class _Counter:
+    """Stands in for the cost-counting process: returns `costs` and notes each spec asked."""
+
+    def __init__(self, costs: dict) -> None:
+        self.costs = costs
+        self.asked: list[str] = []
+
+    def __call__(self, spec: Spec) -> dict:
+        self.asked.append(spec.label())
+        return dict(self.costs)
+
+
+COUNTED = {"params": 25_636_712, "macs_per_image": 4.1e9, "flops_per_image": 8.2e9,
+           "method": "counted by the test"}
+
+
+def _sweep_with_costs(config, record_factory, counter: _Counter, notes: list[str]) -> None:
+    with Sweep(config, ScriptedExecutor(record_factory, params_only=True)) as sweep:
+        sweep.count_costs(notes.append, counter)
+        sweep.run(io.StringIO())
+
+
+def test_costs_are_counted_once_per_model_and_resolution_before_the_run(
+    tmp_path: Path, record_factory
+) -> None:
     config = _config(tmp_path, backends="torch,jax", modes="eager,compiled,xla")
-    executor = ScriptedExecutor(record_factory)
-    run_sweep(config, io.StringIO(), executor=executor)
-    asked = [label for label, wanted in executor.asked if wanted]
-    assert sorted(asked) == sorted(
-        ["mobilenet_v3_small@32 b4 jax/eager fp32", "resnet50_v1@32 b4 jax/eager fp32"]
-    )
+    counter, notes = _Counter(COUNTED), []
+    _sweep_with_costs(config, record_factory, counter, notes)
+    assert sorted(label.split("@")[0] for label in counter.asked) == [
+        "mobilenet_v3_small", "resnet50_v1"]
     with ResultStore(config.db) as store:
         assert store.get_costs("resnet50_v1", 32)["macs_per_image"] == 4.1e9
         rows = store.rows()
-    assert all(r["macs_per_image"] == 4.1e9 for r in rows)  # later records reuse the cache
+    assert len(rows) == 8 and all(r["macs_per_image"] == 4.1e9 for r in rows)
+    again = _Counter(COUNTED)
+    with Sweep(config, ScriptedExecutor(record_factory)) as sweep:
+        sweep.count_costs(notes.append, again)
+    assert again.asked == []  # stored: never counted twice
 
 
-def test_costs_asked_again_when_the_first_try_failed(tmp_path: Path, record_factory) -> None:
+def test_a_failed_cost_count_is_data_and_loses_no_result(tmp_path: Path, record_factory) -> None:
     config = _config(tmp_path, models="mobilenet_v3_small", modes="eager,xla")
-    executor = ScriptedExecutor(record_factory, costs=False)
-    run_sweep(config, io.StringIO(), executor=executor)
-    assert [wanted for _, wanted in executor.asked] == [True, True, True]
+    failing, notes = _Counter({"method": "unavailable: injected"}), []
+    _sweep_with_costs(config, record_factory, failing, notes)
+    assert len(failing.asked) == 1
+    assert any("not counted (unavailable: injected)" in note for note in notes)
+    with ResultStore(config.db) as store:
+        records = store.records()
+        assert store.get_costs("mobilenet_v3_small", 32)["macs_per_image"] is None
+    assert len(records) == 3 and all(r.ok for r in records)
+    assert all(r.costs.macs_per_image is None and r.costs.params for r in records)
+    assert {r.costs.method for r in records} == {"unavailable: injected"}  # stored as data
+    again = _Counter(COUNTED)
+    with ResultStore(config.db) as store:  # the next run of the model tries again
+        ensure_costs(store, [records[0].spec], counter=again)
+        assert store.get_costs("mobilenet_v3_small", 32)["macs_per_image"] == 4.1e9
+    assert len(again.asked) == 1
 
 
 def test_dry_run_plan_estimates_from_history(tmp_path: Path, record_factory) -> None:
@@ -197,9 +235,9 @@ def test_overlap_includes_jobs_started_later() -> None:
     from xlabench.sweep.executors import _Job
 
     spec = Spec("resnet50_v1", "jax", "eager", 32)
-    a = _Job(spec, False, 0.0, 10.0)
-    b = _Job(Spec("resnet50_v1", "jax", "xla", 32), False, 5.0, 20.0)  # started after a
-    c = _Job(Spec("resnet50_v1", "torch", "eager", 32), False, 11.0, 12.0)  # after a ended
+    a = _Job(spec, 0.0, 10.0)
+    b = _Job(Spec("resnet50_v1", "jax", "xla", 32), 5.0, 20.0)  # started after a
+    c = _Job(Spec("resnet50_v1", "torch", "eager", 32), 11.0, 12.0)  # after a ended
     assert _overlapping(a, [a, b, c]) == (b.label,)
     assert set(_overlapping(b, [a, b, c])) == {a.label, c.label}
     assert isinstance(LocalExecutor(1.0, [Placement()]).env_ids()[0], str)

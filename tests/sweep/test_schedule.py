@@ -11,10 +11,10 @@ import pytest
 
 from tests.sweep.conftest import ScriptedExecutor
 from xlabench.core import Status
-from xlabench.core.result import SAMPLING_TARGET_ENV, ResultPolicy
+from xlabench.core.result import ResultPolicy
 from xlabench.store import ResultStore
 from xlabench.sweep import build_config, run_result, run_sweep
-from xlabench.sweep.schedule import Scheduler, Tracker
+from xlabench.sweep.schedule import ResultProcesses, Scheduler
 
 
 def _config(tmp_path: Path, **overrides):
@@ -26,7 +26,7 @@ def _config(tmp_path: Path, **overrides):
 
 def _order(executor: ScriptedExecutor) -> list[str]:
     return [label.split(" ")[0].split("@")[0] + "/" + label.split(" ")[2].split("/")[1]
-            for label, _ in executor.asked]
+            for label in executor.asked]
 
 
 def test_modes_of_a_model_run_interleaved_in_rounds(tmp_path: Path, record_factory) -> None:
@@ -106,8 +106,8 @@ def test_sampling_is_relaxed_once_the_spread_between_processes_is_known(
     config = _config(tmp_path, models="mobilenet_v3_small", modes="xla", processes=4,
                      max_processes=4)
     run_sweep(config, io.StringIO(), executor=executor)
-    assert executor.envs[:2] == [{}, {}]
-    relaxed = [float(e[SAMPLING_TARGET_ENV]) for e in executor.envs[2:]]
+    assert executor.targets[:2] == [None, None]
+    relaxed = [float(t) for t in executor.targets[2:]]
     assert all(target > 0.05 for target in relaxed)  # half of a ~17% spread
     with ResultStore(tmp_path / "r.db") as store:
         records = store.records(mode="xla")
@@ -158,6 +158,7 @@ def test_groups_hold_the_modes_of_one_model() -> None:
 
     specs = [Spec(m, b, mode, 32) for m in ("mobilenet_v3_small", "resnet50_v1")
              for b, mode in (("jax", "eager"), ("jax", "xla"))]
-    scheduler = Scheduler([Tracker(s, f"r{i}", ResultPolicy()) for i, s in enumerate(specs)])
+    scheduler = Scheduler([ResultProcesses(s, f"r{i}", ResultPolicy())
+                           for i, s in enumerate(specs)])
     assert [[t.spec.model for t in g] for g in scheduler.groups] == [
         ["mobilenet_v3_small"] * 2, ["resnet50_v1"] * 2]

@@ -1,8 +1,8 @@
 """Real sweeps through the CLI: kill -9 and resume, two pinned workers with trackers, Ray.
 
 Each runs real workers (mobilenet_v3_small at 32, batch 1, a second of measuring) with the
-model's costs pinned in the db first, so no test waits for a cost-counting worker except the
-Ray one, which checks that path on purpose.
+model's costs pinned in the db first, so no test waits for a cost-counting process except
+the costs one and the Ray one, which check that path on purpose.
 """
 
 from __future__ import annotations
@@ -18,8 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.sweep.conftest import ok_rows, process_env_has, seed_costs, sweep_toml, wandb_run
+from tests.sweep.conftest import (
+    MOBILENET_COSTS,
+    ok_rows,
+    process_env_has,
+    seed_costs,
+    sweep_toml,
+    wandb_run,
+)
 from xlabench.core import Record
+from xlabench.runner.worker import FAULT_ENV
 from xlabench.store import ResultStore
 from xlabench.sweep import build_config, expand, load_toml
 
@@ -136,6 +144,34 @@ def _check_trackers(tmp_path: Path, mlflow_uri: str, records: list[Record]) -> N
         assert run.data.params["spec_id"] == record.spec_id
 
 
+def test_costs_are_counted_once_apart_and_a_failed_count_loses_no_result(tmp_path: Path) -> None:
+    db, config = tmp_path / "r.db", tmp_path / "sweep.toml"
+    config.write_text(sweep_toml(db, ["tensorflow"], ["eager"], processes=1, rerun_flagged=0))
+    failing = {**os.environ, FAULT_ENV: "costs"}  # only the cost count fails
+    first = subprocess.run(_command(config), cwd=tmp_path, env=failing, capture_output=True,
+                           text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    assert "MACs/FLOPs not counted" in first.stderr and "injected" in first.stderr
+    with ResultStore(db) as store:
+        (record,) = store.records()
+        assert store.get_costs("mobilenet_v3_small", 32)["macs_per_image"] is None
+    assert record.ok and record.costs.params == MOBILENET_COSTS["params"]
+    assert record.costs.macs_per_image is None and "injected" in record.costs.method
+
+    config.write_text(sweep_toml(db, ["tensorflow"], ["eager", "graph"], processes=1,
+                                 rerun_flagged=0))
+    again = subprocess.run(_command(config), cwd=tmp_path, capture_output=True, text=True,
+                           timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert "1 skipped (already done)" in again.stdout
+    with ResultStore(db) as store:
+        costs = store.get_costs("mobilenet_v3_small", 32)
+        graph = store.records(mode="graph")
+    # counted by the second run (the failed count is tried again), in a process of its own
+    assert costs["params"] == MOBILENET_COSTS["params"] and costs["macs_per_image"] > 0
+    assert [r.costs.macs_per_image for r in graph] == [costs["macs_per_image"]]
+
+
 @pytest.mark.ray
 def test_ray_sweep_with_costs_and_resume(tmp_path: Path) -> None:
     pytest.importorskip("ray")
@@ -151,7 +187,7 @@ def test_ray_sweep_with_costs_and_resume(tmp_path: Path) -> None:
         records = store.records()
         costs = store.get_costs("mobilenet_v3_small", 32)
     assert [r.status.value for r in records] == ["ok", "ok"]
-    # counted once, by the first task (a separate JAX process on the Ray node), then cached
+    # counted once, by the driver before any task (a JAX process of its own), then stored
     assert costs is not None and costs["macs_per_image"] > 0
     assert all(r.costs.macs_per_image == costs["macs_per_image"] for r in records)
     env_ids = {r.env_id for r in records}

@@ -142,12 +142,12 @@ def test_the_store_gives_re_runs_of_other_configurations(tmp_path: Path) -> None
         _stored_result(store, 2, "rb4", [52.0, 53.0, 51.0], complete=False)  # still running
         _stored_result(store, 3, "rc1", [10.0, 11.0, 12.0])  # measured once
         env = make_record().env_id
-        assert store.rerun_groups(env) == [[[100.0, 101.0, 99.0], [90.0, 91.0, 92.0]],
+        assert store.drift_history(env, "")[0] == [[[100.0, 101.0, 99.0], [90.0, 91.0, 92.0]],
                                            [[50.0, 51.0, 49.0], [55.0, 54.0, 56.0]]]
-        assert store.rerun_groups(env, exclude_spec_id=a) == [[[50.0, 51.0, 49.0],
+        assert store.drift_history(env, a)[0] == [[[50.0, 51.0, 49.0],
                                                                [55.0, 54.0, 56.0]]]
-        assert store.rerun_groups(env, exclude_spec_id=b)[0][0] == [100.0, 101.0, 99.0]
-        assert store.rerun_groups("elsewhere") == []
+        assert store.drift_history(env, b)[0][0][0] == [100.0, 101.0, 99.0]
+        assert store.drift_history("elsewhere", "")[0] == []
 
 
 def test_a_sweep_result_takes_the_drift_from_other_configurations(
@@ -200,7 +200,7 @@ def test_re_runs_span_environments_that_differ_only_in_other_backends_packages(
         _stored_in(store, "r2", "e2", {**base, "openvino": "2026.4.1"}, [90.0, 91.0, 92.0])
         # a new TensorFlow: not a re-run of the same thing
         _stored_in(store, "r3", "e3", {**base, "tensorflow": "2.22.0"}, [70.0, 71.0, 69.0])
-        assert store.rerun_groups("e1") == [[[100.0, 101.0, 99.0], [90.0, 91.0, 92.0]]]
+        assert store.drift_history("e1", "")[0] == [[[100.0, 101.0, 99.0], [90.0, 91.0, 92.0]]]
         software = store.software_ids()
         assert len(set(software.values())) == 2
     frame = load_results(tmp_path / "r.db")
@@ -297,10 +297,10 @@ def test_the_store_gives_a_configurations_own_re_runs_but_the_result_itself(
         _stored_result(store, 1, "ra3", [95.0, 94.0, 20.0], flagged_last=True)  # not clean
         _stored_result(store, 2, "rb1", [50.0, 51.0, 49.0])
         env = make_record().env_id
-        assert store.own_reruns(env, a, "new") == [[100.0, 101.0, 99.0], [90.0, 91.0, 92.0]]
+        assert store.drift_history(env, a, "new")[1] == [[100.0, 101.0, 99.0], [90.0, 91.0, 92.0]]
         # a sweep re-saving the result it is combining does not count it as its own re-run
-        assert store.own_reruns(env, a, "ra2") == [[100.0, 101.0, 99.0]]
-        assert store.own_reruns("elsewhere", a, "new") == []
+        assert store.drift_history(env, a, "ra2")[1] == [[100.0, 101.0, 99.0]]
+        assert store.drift_history("elsewhere", a, "new")[1] == []
         _stored_result(store, 2, "rb2", [40.0, 41.0, 39.0])
         # what the sweep reads, in one pass: the machine's other configurations and a's own
         assert store.drift_history(env, a, "ra2") == (

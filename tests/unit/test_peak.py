@@ -24,8 +24,8 @@ from xlabench.sweep import run as sweep_run
 from xlabench.sweep.executors import LocalExecutor
 
 torch = pytest.importorskip("torch")
-#: The module (the package exports a function of the same name).
-execute = importlib.import_module("xlabench.runner.execute")
+#: The module (the package exports a function of the same name as the module).
+peaks_module = importlib.import_module("xlabench.runner.peaks")
 #: Small and few: real matmuls, not a benchmark (a few seconds on 2 cores).
 SMALL = ("--sizes", "64,128", "--calls", "2", "--allow-busy")
 
@@ -104,14 +104,14 @@ def test_a_peak_stored_before_libraries_were_compared_still_loads(tmp_path: Path
     assert (minimal.library, minimal.size) == ("torch", 0)
     with ResultStore(tmp_path / "r.db") as store:
         store.put_peaks("envA", [old])
-        assert execute.ensure_peaks(store, "envA") == {"fp32": peak}
+        assert peaks_module.ensure_peaks(store, "envA") == {"fp32": peak}
 
 
 def test_peak_is_measured_once_per_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with ResultStore(tmp_path / "r.db") as store:
-        first = execute.ensure_peaks(store, "envA", worker_args=SMALL)  # a real worker process
+        first = peaks_module.ensure_peaks(store, "envA", worker_args=SMALL)  # a real worker process
         assert set(first) == {"fp32", "bf16"}
         stored = store.get_peaks("envA")
         assert {d: p["gflops_s"] for d, p in stored.items()} == {
@@ -124,20 +124,20 @@ def test_peak_is_measured_once_per_environment(
         def measure_again(*args: object, **kwargs: object) -> None:
             raise AssertionError("measured again although the store has the peaks")
 
-        monkeypatch.setattr(execute, "measure_peaks_isolated", measure_again)
-        assert execute.ensure_peaks(store, "envA") == first
+        monkeypatch.setattr(peaks_module, "measure_peaks_isolated", measure_again)
+        assert peaks_module.ensure_peaks(store, "envA") == first
         assert store.get_peaks("envA") == stored
         with pytest.raises(AssertionError, match="measured again"):
-            execute.ensure_peaks(store, "envB")  # another environment is measured
+            peaks_module.ensure_peaks(store, "envB")  # another environment is measured
 
 
 def test_a_failed_peak_stores_nothing_and_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(execute, "measure_peaks_isolated", lambda *a, **k: ({}, "no torch"))
+    monkeypatch.setattr(peaks_module, "measure_peaks_isolated", lambda *a, **k: ({}, "no torch"))
     notes: list[str] = []
     with ResultStore(tmp_path / "r.db") as store:
-        assert execute.ensure_peaks(store, "envA", note=notes.append) == {}
+        assert peaks_module.ensure_peaks(store, "envA", note=notes.append) == {}
         assert store.all_peaks() == {}
     assert notes and "no torch" in notes[0]
 

@@ -1,4 +1,8 @@
-"""A crash, a hang, an OOM in one worker is a stored record; other results survive."""
+"""A crash, a hang, an OOM in one worker is a stored record; other results survive.
+
+Each fault takes the path production takes (`tests.conftest.run_one_process`): the dispatch
+loop of `run` and `sweep`, the local executor, a real isolated worker, the store.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_one_process
 from xlabench.core import MeasureSettings, Spec, Status
-from xlabench.runner import Placement, execute
+from xlabench.runner import Placement
 from xlabench.runner.isolate import _exit_status, oom_kill_count, oom_killer_ran_since
 from xlabench.runner.worker import FAULT_ENV
 from xlabench.store import ResultStore
@@ -25,6 +30,8 @@ def _spec(**kwargs) -> Spec:
     [
         ("segfault", 600, Status.CRASHED, "SIGSEGV"),
         ("exit", 600, Status.CRASHED, "exited with code 3"),
+        ("sysexit", 600, Status.FAILED, "sys.exit(4) called while measuring"),
+        ("badrecord", 600, Status.CRASHED, "the worker's record could not be read"),
         ("hang", 30, Status.TIMEOUT, "timed out after 30 s"),
         ("memoryerror", 600, Status.OOM, "out of host memory"),
         # the kernel's OOM killer did not run meanwhile (a kill by hand): not called an OOM
@@ -35,21 +42,22 @@ def test_faults_become_records(tmp_path: Path, record_factory, fault, timeout_s,
     with ResultStore(tmp_path / "r.db") as store:
         earlier = record_factory()
         store.save(earlier)
-        placement = Placement(env={FAULT_ENV: fault})
-        record = execute(_spec(seed=hash(fault) % 1000), store, timeout_s=timeout_s,
-                         placement=placement)
+        record = run_one_process(_spec(seed=hash(fault) % 1000), store, timeout_s,
+                                 Placement(env={FAULT_ENV: fault}))
         assert record.status is status
         assert reason in record.error
         rows = store.rows()
+        (result,) = store.combined()
     assert [r["status"] for r in rows] == ["ok", status.value]
     assert rows[0]["spec_id"] == earlier.spec_id
     assert rows[1]["error"] == record.error and rows[1]["family"] == "MobileNet_V3"
+    assert result.status == status.value and result.result_id == record.process.result_id
 
 
 def test_known_unsupported_combination_is_stored_as_unsupported(tmp_path: Path) -> None:
     spec = Spec("nasnet_mobile", "torch", "eager", 32, batch_size=1, measure=QUICK)
     with ResultStore(tmp_path / "r.db") as store:
-        record = execute(spec, store, timeout_s=300)
+        record = run_one_process(spec, store, 300)
         (row,) = store.rows()
     assert record.status is Status.UNSUPPORTED and "refuses NASNetMobile" in record.error
     assert row["status"] == "unsupported"

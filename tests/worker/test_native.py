@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_one_process
 from xlabench.backends.jax import pjrt_plugin
 from xlabench.core import MeasureSettings, Spec, Status, UserError
-from xlabench.runner import Placement, execute, native
+from xlabench.runner import Placement, native
 from xlabench.store import ResultStore
 
 pytestmark = pytest.mark.slow
@@ -51,7 +52,7 @@ def _spec(mode: str, seed: int = 0) -> Spec:
 @pytest.mark.parametrize("mode", ["graph", "xla"])
 def test_tf_c_record_is_stored_with_native_samples(tmp_path: Path, mode: str) -> None:
     with ResultStore(tmp_path / "r.db") as store:
-        record = execute(_spec(mode), store, timeout_s=600)
+        record = run_one_process(_spec(mode), store, timeout_s=600)
         (row,) = store.rows()
     assert record.ok, record.error
     assert record.spec.runner == "native" and row["spec_id"] == record.spec_id
@@ -90,7 +91,7 @@ def test_a_corrupt_artifact_is_a_failed_record(tmp_path: Path, backend: str, mod
     spec = Spec("mobilenet_v3_small", backend, mode, 32, batch_size=2, seed=1, measure=QUICK,
                 runner="native")
     with ResultStore(tmp_path / "r.db") as store:
-        record = execute(spec, store, timeout_s=600, placement=placement)
+        record = run_one_process(spec, store, timeout_s=600, placement=placement)
         (row,) = store.rows()
     assert record.status is Status.FAILED and row["status"] == "failed"
     assert f"xlabench-native exit 1: {reason}" in record.error
@@ -158,7 +159,7 @@ def test_aoti_package_runs_in_libtorch(tmp_path: Path) -> None:
     spec = Spec("mobilenet_v3_small", "torch", "compiled", 32, batch_size=1, measure=QUICK,
                 runner="native")
     with ResultStore(tmp_path / "r.db") as store:
-        record = execute(spec, store, timeout_s=900)
+        record = run_one_process(spec, store, timeout_s=900)
     assert record.ok, record.error
     info = record.backend_info
     assert info["native_runtime"] == "aoti" and info["native_program"] == "xlabench-native"
@@ -175,7 +176,7 @@ def test_pjrt_runs_the_jax_export_in_the_plugin(tmp_path: Path) -> None:
     spec = Spec("mobilenet_v3_small", "jax", "xla", 32, batch_size=2, measure=QUICK,
                 runner="native")
     with ResultStore(tmp_path / "r.db") as store:
-        record = execute(spec, store, timeout_s=600)
+        record = run_one_process(spec, store, timeout_s=600)
     assert record.ok, record.error
     info = record.backend_info
     assert info["native_runtime"] == "pjrt" and info["native_program"] == "xlabench-native"
@@ -192,9 +193,9 @@ def test_openvino_ir_runs_in_the_cpp_runtime(tmp_path: Path) -> None:
     spec = Spec("mobilenet_v3_small", "openvino", "compiled", 32, batch_size=2, measure=QUICK,
                 runner="native")
     with ResultStore(tmp_path / "r.db") as store:
-        record = execute(spec, store, timeout_s=600)
+        record = run_one_process(spec, store, timeout_s=600)
         (row,) = store.rows()
-        python = execute(dataclasses.replace(spec, runner="python"), store, timeout_s=600)
+        python = run_one_process(dataclasses.replace(spec, runner="python"), store, timeout_s=600)
     assert record.ok, record.error
     assert record.spec.runner == "native" and row["spec_id"] == record.spec_id
     info = record.backend_info

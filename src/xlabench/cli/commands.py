@@ -15,7 +15,7 @@ from xlabench.core import BACKEND_MODES, PRECISIONS, WEIGHTS, MeasureSettings, S
 from xlabench.core.result import ResultPolicy
 from xlabench.core.spec import RUNNERS
 from xlabench.measure import interference
-from xlabench.runner import DEFAULT_TIMEOUT_S, native
+from xlabench.runner import DEFAULT_TIMEOUT_S, ensure_costs, native
 from xlabench.store import DEFAULT_DB, ResultStore
 from xlabench.store.export import full_csv, results_csv, study_csv
 from xlabench.sweep import run_result
@@ -169,6 +169,7 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"running {spec.label()}: at least {policy.min_processes} fresh worker processes "
               f"(timeout {args.timeout:g} s each)...", file=sys.stderr, flush=True)
         warn_if_busy()
+        ensure_costs(store, [spec], note=print_note)
         result, records = run_result(spec, store, policy, sys.stderr, args.timeout,
                                      label=args.label)
     if args.json:
@@ -180,6 +181,11 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"xlabench: {spec.label()}: {result.status}: {result.error}", file=sys.stderr)
         return 1
     return 0
+
+
+def print_note(line: str) -> None:
+    """One line for the user on stderr (what a step before the benchmarks did or could not)."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def warn_if_busy() -> None:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from xlabench.cli.commands import add_measure_args, add_policy_args, warn_if_busy
+from xlabench.cli.commands import add_measure_args, add_policy_args, print_note, warn_if_busy
 from xlabench.core.spec import BACKEND_MODES, RUNNERS
 from xlabench.runner import native
 from xlabench.sweep import PRESETS, Sweep, build_config, format_plan, format_summary, load_toml
@@ -111,6 +111,7 @@ def sweep_command(args: argparse.Namespace) -> int:
             return 0
         print(plan_text, file=sys.stderr, flush=True)
         warn_if_busy()
+        sweep.count_costs(note=print_note)
         summary = sweep.run(sys.stderr)
     print(format_summary(summary))
     return 0

@@ -32,8 +32,6 @@ CONFIDENCE = 0.95
 #: before results had processes): that process's own, which says nothing about other processes.
 ONE_PROCESS_METHOD = ("one process: order-statistic interval of its own samples "
                       "(no between-process spread)")
-#: Set by the scheduler for one worker process: its relaxed sampling target (a fraction).
-SAMPLING_TARGET_ENV = "XLABENCH_SAMPLING_TARGET"
 
 
 @dataclass(frozen=True)

@@ -2,27 +2,47 @@
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from xlabench.core import Record, Spec, Status, UserError, failure, one_line, utc_now
+from xlabench.core.child import ChildExit, run_child
 from xlabench.measure import env as envinfo
 from xlabench.zoo import entry_for
 
 DEFAULT_TIMEOUT_S = 1800.0
 LOG_TAIL_CHARS = 4000
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+@dataclass(frozen=True)
+class WorkerJob:
+    """What a worker process reads: its spec, and the run-time settings of this one process.
+
+    `sampling_target_rel_ci` is the relaxed per-process sampling target the scheduler may set
+    once the spread between a result's processes is known. It is no part of the spec: every
+    process of a result must keep the result's spec and so its id (a resumed sweep finds the
+    result by it), whatever target each process sampled to; the record says which
+    (`ProcessInfo.sampling_target_rel_ci`).
+    """
+
+    spec: Spec
+    sampling_target_rel_ci: float | None = None
+
+    def to_json(self) -> str:
+        return json.dumps({"spec": self.spec.to_dict(),
+                           "sampling_target_rel_ci": self.sampling_target_rel_ci})
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkerJob:
+        data = json.loads(text)
+        return cls(Spec.from_dict(data["spec"]), data.get("sampling_target_rel_ci"))
 
 
 @dataclass(frozen=True)
@@ -56,27 +76,23 @@ def run_isolated(
     spec: Spec,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     *,
-    want_costs: bool = False,
     placement: Placement = LOCAL,
+    sampling_target_rel_ci: float | None = None,
     python: str = sys.executable,
     worker_args: Sequence[str] = (),
 ) -> Record:
     """Run `spec` in a fresh worker process with a deadline. Always returns a record.
 
-    The worker runs in its own session, so on a timeout the whole process group (compiler
-    subprocesses included) is killed, not just the worker.
+    `sampling_target_rel_ci`: this process's relaxed sampling target (`WorkerJob`).
     """
     start, started = time.perf_counter(), utc_now()
     with tempfile.TemporaryDirectory(prefix="xlabench-run-") as tmp:
-        folder = Path(tmp)
-        spec_path, record_path, log_path = (folder / n for n in ("spec.json", "record.json", "log"))
-        spec_path.write_text(json.dumps(spec.to_dict()))
-        command = [python, "-m", "xlabench.runner.worker", str(spec_path), str(record_path)]
-        command += ["--costs"] if want_costs else []
-        command += list(worker_args)
-        status, reason = _wait(command, placement, log_path, timeout_s)
+        job_path, record_path = Path(tmp) / "job.json", Path(tmp) / "record.json"
+        job_path.write_text(WorkerJob(spec, sampling_target_rel_ci).to_json())
+        command = [python, "-m", "xlabench.runner.worker", str(job_path), str(record_path),
+                   *worker_args]
+        status, reason, log_tail = _wait(command, placement, timeout_s)
         record, unreadable = _read_record(record_path)
-        log_tail = _tail(log_path)
     if record is None or status is not None:
         record = failure(spec, status or Status.CRASHED,
                          reason or unreadable or "worker exited 0 and wrote no record",
@@ -97,55 +113,28 @@ def _describe(spec: Spec) -> dict[str, str]:
     return {"family": entry.family, "kind": entry.kind}
 
 
-def _wait(
-    command: list[str], placement: Placement, log_path: Path, timeout_s: float
-) -> tuple[Status | None, str | None]:
-    """Run the worker; (None, None) if it exited normally, else a status and reason."""
+def _wait(command: list[str], placement: Placement, timeout_s: float
+          ) -> tuple[Status | None, str | None, str]:
+    """Run the worker: (None, None, log tail) if it exited normally, else a status and reason
+    with the log tail."""
     env = {**os.environ, **placement.environment()}
     oom_kills_before = oom_kill_count()
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-            preexec_fn=_child_setup(placement.cpus),
-        )
-        try:
-            code = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            return Status.TIMEOUT, f"timed out after {timeout_s:g} s (worker killed)"
-        except BaseException:  # e.g. KeyboardInterrupt: never leave a worker behind
-            _kill_group(proc)
-            raise
-        _kill_group(proc)  # reap anything the worker left running (compile helpers)
-    if code == 0:
-        return None, None
-    return _exit_status(code, _last_line(log_path), oom_killer_ran_since(oom_kills_before))
-
-
-def _child_setup(cpus: tuple[int, ...]) -> Callable[[], None]:
-    """Runs in the forked child before exec: pin its cores, and have the kernel kill it when
-    the launching thread dies. The worker runs in its own session, so without this a parent
-    killed with SIGKILL (a killed sweep) would leave it running, holding cores or a GPU and
-    skewing the next run's numbers."""
-    prctl, parent, kill = _prctl(), os.getpid(), int(signal.SIGKILL)
-
-    def setup() -> None:
-        if cpus:
-            os.sched_setaffinity(0, cpus)
-        if prctl is not None:
-            prctl(PR_SET_PDEATHSIG, kill)
-            if os.getppid() != parent:  # the parent died before prctl took effect
-                os._exit(1)
-
-    return setup
-
-
-def _prctl() -> Any:
-    """libc's prctl (Linux), looked up in the parent: the child must not load libraries."""
     try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
+        done = run_child(command, timeout_s, env=env, cpus=placement.cpus, merge_output=True,
+                         keep_chars=LOG_TAIL_CHARS)
+    except OSError as exc:
+        return Status.CRASHED, one_line(f"could not start the worker: {exc}"), ""
+    return (*_outcome(done, timeout_s, oom_killer_ran_since(oom_kills_before)), done.stdout)
+
+
+def _outcome(done: ChildExit, timeout_s: float, oom_killer_ran: bool
+             ) -> tuple[Status | None, str | None]:
+    if done.timed_out:
+        return Status.TIMEOUT, f"timed out after {timeout_s:g} s (worker killed)"
+    if done.code == 0:
+        return None, None
+    assert done.code is not None
+    return _exit_status(done.code, done.last_line(), oom_killer_ran)
 
 
 def oom_kill_count() -> int | None:
@@ -187,12 +176,6 @@ def _exit_status(code: int, last_line: str, oom_killer_ran: bool = False
     return Status.CRASHED, f"worker exited with code {code}: {one_line(last_line)}"
 
 
-def _kill_group(proc: subprocess.Popen[Any]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-
-
 def _read_record(path: Path) -> tuple[Record | None, str | None]:
     """The worker's record, or None and why a record file that exists could not be read (so
     a record the parent cannot parse is never reported as no record at all)."""
@@ -203,15 +186,3 @@ def _read_record(path: Path) -> tuple[Record | None, str | None]:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return None, one_line(f"the worker's record could not be read: {type(exc).__name__}: "
                               f"{exc}")
-
-
-def _tail(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
-    except OSError:
-        return ""
-
-
-def _last_line(path: Path) -> str:
-    lines = [line for line in _tail(path).splitlines() if line.strip()]
-    return lines[-1] if lines else "no output"

@@ -26,6 +26,7 @@ import numpy as np
 from xlabench.backends.base import ConversionError
 from xlabench.core import Memory, Record, Spec, Status, UserError, Warmup, failure
 from xlabench.core.backends import NATIVE_BY_NAME
+from xlabench.core.child import run_child
 from xlabench.measure import interference, summarize
 from xlabench.measure import parity as paritylib
 
@@ -214,25 +215,19 @@ def _native_timed_phase(artifact: Path, spec_path: Path, timeout_s: float,
     command = [str(path), "run", str(artifact), "--spec", str(spec_path)]
     start = time.perf_counter()
     try:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, env=env)
+        done = run_child(command, timeout_s, env=env)
     except OSError as exc:
         raise NativeError(f"cannot start {PROGRAM}: {exc}") from exc
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise NativeError(f"{PROGRAM} timed out after {timeout_s:g} s (killed)") from None
     wall_s = time.perf_counter() - start
-    if proc.returncode != 0:
-        lines = [line for line in err.splitlines() if line.strip()] or ["no message"]
-        last = lines[-1].strip().removeprefix(f"{PROGRAM}: ")  # the reason is its last line
-        raise NativeError(f"{PROGRAM} exit {proc.returncode}: {last}")
-    result = parse_result(out)
-    if result.get("pid") != proc.pid:  # the samples must come from the process we started
-        raise NativeError(f"{PROGRAM} output names pid {result.get('pid')}, not {proc.pid}")
-    return NativeRun(result, proc.pid, wall_s)
+    if done.timed_out:
+        raise NativeError(f"{PROGRAM} timed out after {timeout_s:g} s (killed)")
+    if not done.ok:
+        last = done.last_line().removeprefix(f"{PROGRAM}: ")  # the reason is its last line
+        raise NativeError(f"{PROGRAM} exit {done.code}: {last}")
+    result = parse_result(done.stdout)
+    if result.get("pid") != done.pid:  # the samples must come from the process we started
+        raise NativeError(f"{PROGRAM} output names pid {result.get('pid')}, not {done.pid}")
+    return NativeRun(result, done.pid, wall_s)
 
 
 def parse_result(stdout: str) -> dict[str, Any]:

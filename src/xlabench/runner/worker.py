@@ -1,7 +1,9 @@
 """The worker: one configuration, one fresh process, always a record.
 
-    python -m xlabench.runner.worker SPEC.json RECORD.json [--costs]
-    python -m xlabench.runner.worker --costs-only SPEC.json OUT.json
+    python -m xlabench.runner.worker JOB.json RECORD.json
+    python -m xlabench.runner.worker --costs-only JOB.json OUT.json
+
+JOB.json is a `runner.isolate.WorkerJob`: the spec and this process's run-time settings.
 
 The backend is chosen (KERAS_BACKEND and the backend's own variables) before Keras is imported.
 Any exception becomes a record with a status and a one-line reason; only a kill or a crash of
@@ -28,6 +30,7 @@ from xlabench import backends
 from xlabench.backends.base import Runner, is_oom, seed_all
 from xlabench.core import (
     Costs,
+    MeasureSettings,
     Memory,
     Record,
     Spec,
@@ -37,17 +40,19 @@ from xlabench.core import (
     failure,
     utc_now,
 )
-from xlabench.core.result import SAMPLING_TARGET_ENV
 from xlabench.measure import env as envinfo
 from xlabench.measure import interference, stats, summarize, timing
 from xlabench.measure import parity as paritylib
 from xlabench.runner import native
+from xlabench.runner.isolate import WorkerJob
 from xlabench.zoo import build_for, entry_for
 
 DTYPE_POLICY = {"fp32": "float32", "bf16": "bfloat16", "mixed": "mixed_bfloat16"}
 #: Fault injection for the isolation tests: real crashes and hangs of a real worker, after
-#: the model is built. Values: segfault, hang, exit, memoryerror, sigkill (as the OOM killer or
-#: a user would end it).
+#: the model is built. Values: segfault, hang, exit (os._exit), sysexit (sys.exit in the
+#: measured code), memoryerror, sigkill (as the OOM killer or a user would end it),
+#: badrecord (a record file the parent cannot parse); costs (only the cost count fails, in
+#: `--costs-only`).
 FAULT_ENV = "XLABENCH_INJECT_FAULT"
 
 
@@ -66,8 +71,9 @@ def prepare_process(spec: Spec, scratch: str) -> None:
             os.environ[name] = value
 
 
-def run_spec(spec: Spec, want_costs: bool = False) -> Record:
-    """Measure `spec` in this process. Never raises: failures come back as records."""
+def run_spec(spec: Spec, sampling_target_rel_ci: float | None = None) -> Record:
+    """Measure `spec` in this process (sampling to the relaxed target if one is given, see
+    `WorkerJob`). Never raises: failures come back as records."""
     fingerprint = envinfo.static_fingerprint()
     started, start = utc_now(), time.perf_counter()
     entry_fields: dict[str, Any] = {}
@@ -77,7 +83,7 @@ def run_spec(spec: Spec, want_costs: bool = False) -> Record:
         problem = entry.unsupported_reason(spec.backend) or backends.missing_framework(spec.backend)
         if problem:
             return failure(spec, Status.UNSUPPORTED, problem, **entry_fields)
-        record = _measure(spec, entry, want_costs)
+        record = _measure(spec, entry, sampling_settings(spec, sampling_target_rel_ci))
     except UserError as exc:
         record = failure(spec, Status.FAILED, str(exc), **entry_fields)
     except NonFiniteOutputError as exc:
@@ -95,7 +101,7 @@ def run_spec(spec: Spec, want_costs: bool = False) -> Record:
                           duration_s=time.perf_counter() - start)
 
 
-def _measure(spec: Spec, entry: Any, want_costs: bool) -> Record:
+def _measure(spec: Spec, entry: Any, settings: MeasureSettings) -> Record:
     backend = backends.load(spec.backend)
     import keras
 
@@ -117,12 +123,9 @@ def _measure(spec: Spec, entry: Any, want_costs: bool) -> Record:
     outputs = _finite_outputs(backend.to_numpy(out), spec)
     parity = _parity(spec, backend, model, x, outputs)
     del out
-    timed = _time_runner(spec, backend, runner)
+    timed = _time_runner(spec, backend, runner, settings)
     runner.finish()
-    costs = Costs(params=int(model.count_params()))
-    if want_costs and spec.backend == "jax":
-        costs = Costs(params=costs.params,
-                      **backend.count_costs(model, spec.resolution, spec.channels))
+    costs = Costs(params=int(model.count_params()))  # MACs/FLOPs: `costs_only`, once per model
     steady_s = timed["throughput"].batch_time_ms_median / 1000.0
     warmup = Warmup(
         first_call_s=first_s,
@@ -160,14 +163,13 @@ def _check_compute_dtype(spec: Spec, model: Any) -> None:
                         "pass a factory that builds it under the dtype policy")
 
 
-def sampling_settings(spec: Spec) -> Any:
+def sampling_settings(spec: Spec, relaxed_target: float | None) -> MeasureSettings:
     """The spec's measure settings, with the sampling target the scheduler may have relaxed for
-    this process (SAMPLING_TARGET_ENV): once the between-process spread is known, sampling one
-    process far below it buys nothing. The spec, and so its id, is unchanged."""
-    relaxed = os.environ.get(SAMPLING_TARGET_ENV)
-    if not relaxed:
+    this process (`WorkerJob`): once the between-process spread is known, sampling one process
+    far below it buys nothing. The spec, and so its id, is unchanged."""
+    if not relaxed_target:
         return spec.measure
-    target = min(0.5, max(spec.measure.target_rel_ci, float(relaxed)))
+    target = min(0.5, max(spec.measure.target_rel_ci, relaxed_target))
     return dataclasses.replace(spec.measure, target_rel_ci=target)
 
 
@@ -184,19 +186,21 @@ def _inject_fault(fault: str) -> None:
             time.sleep(60)
     elif fault == "exit":
         os._exit(3)
+    elif fault == "sysexit":
+        sys.exit(4)
     elif fault == "memoryerror":
         raise MemoryError("injected: out of host memory")
     elif fault == "sigkill":
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _time_runner(spec: Spec, backend: Any, runner: Runner) -> dict[str, Any]:
+def _time_runner(spec: Spec, backend: Any, runner: Runner, settings: MeasureSettings
+                 ) -> dict[str, Any]:
     """Warm-up, calibration, samples, latency: the method of measure.timing, in order.
 
     What else used this worker's CPUs is measured over the timed phases (calibration, samples,
     latency), the part of the run whose numbers are reported.
     """
-    settings = sampling_settings(spec)
     warm = timing.warm_up(runner.step, backend.sync, settings)
     step_s = stats.median(warm.step_s[-3:])
     before = interference.snapshot()
@@ -240,6 +244,8 @@ def costs_only(spec: Spec) -> dict[str, Any]:
     batch 1, float32: they depend on the model and the resolution only)."""
     from xlabench.backends import jax as jax_backend
 
+    if os.environ.get(FAULT_ENV) == "costs":
+        raise RuntimeError("injected: the cost count failed")
     spec = dataclasses.replace(spec, backend="jax", mode="eager", precision="fp32",
                                weights="random", runner="python")
     seed_all(0, "jax")
@@ -270,21 +276,24 @@ def write_json_atomic(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+def read_job(path: str) -> WorkerJob:
+    with open(path, encoding="utf-8") as handle:
+        return WorkerJob.from_json(handle.read())
+
+
 def main(argv: list[str]) -> int:
     if argv and argv[0] == "--costs-only":
-        with open(argv[1], encoding="utf-8") as handle:
-            spec = Spec.from_dict(json.load(handle))
+        job = read_job(argv[1])
         os.environ["KERAS_BACKEND"] = "jax"
-        write_json_atomic(argv[2], json.dumps(costs_only(spec)))
+        write_json_atomic(argv[2], json.dumps(costs_only(job.spec)))
         return 0
-    spec_path, record_path = argv[0], argv[1]
-    with open(spec_path, encoding="utf-8") as handle:
-        spec = Spec.from_dict(json.load(handle))
+    job, record_path = read_job(argv[0]), argv[1]
     scratch = tempfile.mkdtemp(prefix="xlabench-worker-")
     try:
-        prepare_process(spec, scratch)
-        record = run_spec(spec, want_costs="--costs" in argv[2:])
-        write_json_atomic(record_path, record.to_json())
+        prepare_process(job.spec, scratch)
+        record = run_spec(job.spec, job.sampling_target_rel_ci)
+        bad = os.environ.get(FAULT_ENV) == "badrecord"
+        write_json_atomic(record_path, "{half a record" if bad else record.to_json())
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return 0

@@ -265,29 +265,24 @@ class ResultStore:
                + " ORDER BY rowid")
         return [Result.from_json(r[0]) for r in self._conn.execute(sql, list(filters.values()))]
 
-    def rerun_groups(self, env_id: str, exclude_spec_id: str = "") -> list[list[list[float]]]:
-        """Per configuration measured by two or more finished results with the same software
-        on `env_id`'s machine (clean, of two or more processes each; `exclude_spec_id`'s left
-        out): each result's process medians. What `measure.combine.run_drift` estimates the
-        between-run variation from. A group spans the machine's environments that agree on
-        what can change its backend's speed (`core.result.software_id`): installing a runtime
-        for another backend must not split a configuration's re-runs, or a re-run after it
-        would never count as one; a new version of its own framework does split them."""
-        return self.drift_history(env_id, exclude_spec_id)[0]
-
-    def own_reruns(self, env_id: str, spec_id: str, result_id: str) -> list[list[float]]:
-        """The process medians of every finished, clean result of `spec_id` stored on
-        `env_id`'s machine with the software `env_id` has for it (as `rerun_groups` groups
-        them), oldest first, but `result_id` (the result being combined, stored already when
-        a sweep re-runs its flagged processes): the configuration's own re-runs, which
-        `measure.combine.config_drift` weighs against the machine's pool."""
-        return self.drift_history(env_id, spec_id, result_id)[1]
-
     def drift_history(self, env_id: str, spec_id: str, result_id: str = ""
                       ) -> tuple[list[list[list[float]]], list[list[float]]]:
-        """`rerun_groups(env_id, spec_id)` and `own_reruns(env_id, spec_id, result_id)` from
-        one read of the store: what a result's interval takes its between-run variation from
-        (`sweep.run.environment_drift`)."""
+        """What a result's interval takes its between-run variation from
+        (`sweep.run.environment_drift`), from one read of the store:
+
+        - the machine's re-runs: per configuration but `spec_id` measured by two or more
+          finished results with the same software on `env_id`'s machine (clean, of two or
+          more processes each), each result's process medians; what
+          `measure.combine.run_drift` estimates the variation from. A group spans the
+          machine's environments that agree on what can change its backend's speed
+          (`core.result.software_id`): installing a runtime for another backend must not
+          split a configuration's re-runs, or a re-run after it would never count as one; a
+          new version of its own framework does split them.
+        - the configuration's own re-runs: the process medians of every such result of
+          `spec_id`, oldest first, but `result_id` (the result being combined, stored already
+          when a sweep re-runs its flagged processes), which `measure.combine.config_drift`
+          weighs against the machine's pool.
+        """
         software = self.software_ids()
         groups = self._reruns(env_id, software, result_id)
         others = [runs for (spec, _), runs in groups.items()

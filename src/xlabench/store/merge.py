@@ -341,7 +341,9 @@ def _plan(source: _Source, state: _State, into: Path) -> _Plan:
         plan.count("peaks")
     for row in source.costs:
         known_costs = state.costs.get((row["model"], row["resolution"]))
-        if known_costs is None:
+        # a count that failed (stored as data: no MACs, `method` says why) gives way to one
+        if known_costs is None or (known_costs["macs_per_image"] is None
+                                   and row["macs_per_image"] is not None):
             state.costs[(row["model"], row["resolution"])] = row
             plan.costs.append(row)
             plan.count("costs")
@@ -458,7 +460,7 @@ def _write(conn: sqlite3.Connection, plan: _Plan) -> None:
     _insert(conn, "INSERT", "results", COLUMN_NAMES, plan.processes)
     _insert(conn, "INSERT OR REPLACE", "combined_results", COMBINED_NAMES, plan.combined)
     _insert(conn, "INSERT", "device_peaks", PEAK_NAMES, plan.peaks)
-    _insert(conn, "INSERT", "model_costs", COST_NAMES, plan.costs)
+    _insert(conn, "INSERT OR REPLACE", "model_costs", COST_NAMES, plan.costs)
     summary = plan.summary()
     conn.execute(
         "INSERT INTO merges (source_db_id, source_path, merged_at, processes, results, "

@@ -1,8 +1,8 @@
 """Where the workers run: a local pool (pinned cores or one GPU per worker) or a Ray cluster.
 
 Executors only run specs and hand records back as they finish; the sweep (run.py) alone
-decides what to run and writes the database, so there is exactly one writer whichever
-executor is used.
+decides what to run and writes the database (model costs included, counted before any
+executor starts), so there is exactly one writer whichever executor is used.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from xlabench.core import Record, Spec, Status, UserError, failure
 from xlabench.measure import env as envinfo
-from xlabench.runner import Placement, current_env_id, run_with_costs
+from xlabench.runner import Placement, current_env_id, run_isolated
 
 #: How long the Ray environment probe may wait for a free slot on every node.
 RAY_PROBE_TIMEOUT_S = 300.0
@@ -29,24 +29,20 @@ RAY_PROBE_TIMEOUT_S = 300.0
 
 @dataclass(frozen=True)
 class Finished:
-    """A finished configuration: its record and whether its task was asked to count costs."""
+    """A finished process of a configuration: its record."""
 
     spec: Spec
     record: Record
-    wanted_costs: bool
 
 
 class Hooks(Protocol):
     """What an executor asks the sweep at dispatch time."""
 
-    def want_costs(self, spec: Spec) -> bool:
-        """Whether this spec's worker should also count the model's MACs/FLOPs."""
-
     def started(self, spec: Spec) -> None:
         """Called when `spec` is handed to a worker (for progress)."""
 
-    def process_env(self, spec: Spec) -> dict[str, str]:
-        """Extra environment for this spec's next worker process (the scheduler's settings)."""
+    def sampling_target(self, spec: Spec) -> float | None:
+        """The relaxed sampling target of this spec's next process (`runner.WorkerJob`)."""
 
 
 class Executor(Protocol):
@@ -65,7 +61,6 @@ class Executor(Protocol):
 @dataclass
 class _Job:
     spec: Spec
-    wanted_costs: bool
     start_s: float
     end_s: float | None = None
     host: str | None = None  # where it ran, if known (a Ray node's address)
@@ -101,27 +96,26 @@ class LocalExecutor:
         while pending or running:
             while pending and free:
                 slot = free.popleft()
-                job = _Job(pending.popleft(), False, time.monotonic())
-                job.wanted_costs = hooks.want_costs(job.spec)
+                job = _Job(pending.popleft(), time.monotonic())
                 beside = tuple(j.label for j in running.values())
-                base = self.slots[slot]
-                placement = dataclasses.replace(
-                    base, beside=beside, env={**base.env, **hooks.process_env(job.spec)})
+                placement = dataclasses.replace(self.slots[slot], beside=beside)
                 running[slot] = job
                 history.append(job)
-                self._launch(slot, job, placement, results)
+                self._launch(slot, job, placement, hooks.sampling_target(job.spec), results)
                 hooks.started(job.spec)
             slot, record = results.get()
             job = running.pop(slot)
             job.end_s = time.monotonic()
             free.append(slot)
             record = record.replace(beside=_overlapping(job, history))
-            yield Finished(job.spec, record, job.wanted_costs)
+            yield Finished(job.spec, record)
 
-    def _launch(self, slot: int, job: _Job, placement: Placement, results: queue.Queue) -> None:
+    def _launch(self, slot: int, job: _Job, placement: Placement,
+                sampling_target: float | None, results: queue.Queue) -> None:
         def work() -> None:
             try:
-                record = run_with_costs(job.spec, self.timeout_s, job.wanted_costs, placement)
+                record = run_isolated(job.spec, self.timeout_s, placement=placement,
+                                      sampling_target_rel_ci=sampling_target)
             except Exception as exc:  # noqa: BLE001 (failure is data)
                 # The runner turns every worker outcome into a record; this is an OS error or a
                 # bug, and it must still become a record, not a lost configuration.
@@ -289,7 +283,7 @@ class RayExecutor:
     (node affinity) asking for all the CPUs the node declared, and pins its worker to the cores
     the node may use (`owned_cpus`), with thread pools sized to match; so CPU benchmarks never
     share cores, as with the local executor. As many run at once as there are alive nodes with
-    CPUs. `workers` caps the tasks in flight either way, so cost decisions and progress stay
+    CPUs. `workers` caps the tasks in flight either way, so scheduling decisions and progress stay
     current and an interrupted sweep leaves nothing queued. Records stream back with `ray.wait`
     as tasks finish; the driver writes the db. Every record says where it ran
     (`backend_info["placement"]`); an owned node's record also says what ran beside it on the
@@ -351,10 +345,10 @@ class RayExecutor:
             while pending or running:
                 while pending and len(running) < self.workers and (self.gpus_per_task or free):
                     node = None if self.gpus_per_task else free.popleft()
-                    job = _Job(pending.popleft(), False, time.monotonic(),
+                    job = _Job(pending.popleft(), time.monotonic(),
                                host=node.ip if node else None)
-                    job.wanted_costs = hooks.want_costs(job.spec)
-                    running[self._submit(job, node, hooks.process_env(job.spec))] = (job, node)
+                    running[self._submit(job, node, hooks.sampling_target(job.spec))] = (
+                        job, node)
                     history.append(job)
                     hooks.started(job.spec)
                 if not running:
@@ -376,14 +370,14 @@ class RayExecutor:
                         # from the driver's clock: dispatch to result, which holds the run
                         record = record.replace(beside=_overlapping(
                             job, [j for j in history if j.host == job.host]))
-                    yield Finished(job.spec, record, job.wanted_costs)
+                    yield Finished(job.spec, record)
         finally:
             for ref in running:  # interrupted: nothing keeps running for a dead driver
                 with contextlib.suppress(Exception):
                     self.ray.cancel(ref, force=True)
 
-    def _submit(self, job: _Job, node: RayNode | None, env: dict[str, str]) -> Any:
-        args = (job.spec.to_dict(), self.timeout_s, job.wanted_costs, env)
+    def _submit(self, job: _Job, node: RayNode | None, sampling_target: float | None) -> Any:
+        args = (job.spec.to_dict(), self.timeout_s, sampling_target)
         if node is None:
             return self._task.remote(*args, None)
         return self._task.options(
@@ -483,10 +477,10 @@ def _ray_gpu_as_placement() -> Iterator[Placement]:
 
 
 def _ray_run(
-    spec_dict: dict[str, Any], timeout_s: float, want_costs: bool, env: dict[str, str],
+    spec_dict: dict[str, Any], timeout_s: float, sampling_target: float | None,
     node_cpus: int | None = None,
 ) -> dict[str, Any]:
-    """The Ray task: one isolated worker (plus costs if asked) on its node.
+    """The Ray task: one isolated worker on its node.
 
     `node_cpus` set: the task owns its node, which declared that many CPUs; the worker is
     pinned to the cores the node may use (`owned_cpus`) and its thread pools sized to them
@@ -500,8 +494,8 @@ def _ray_run(
             affinity = sorted(os.sched_getaffinity(0))
             cpus = owned_cpus(affinity, node_cpus, physical_cores(affinity))
             placement = dataclasses.replace(placement, cpus=cpus)
-        placement = dataclasses.replace(placement, env={**placement.env, **env})
-        record = run_with_costs(spec, timeout_s, want_costs, placement)
+        record = run_isolated(spec, timeout_s, placement=placement,
+                              sampling_target_rel_ci=sampling_target)
         where = _ray_placement(placement, node_cpus, started)
     return record.replace(backend_info={**record.backend_info, "placement": where}).to_dict()
 

@@ -22,13 +22,13 @@ from xlabench.core import BACKEND_MODES, PRECISIONS, MeasureSettings, Spec, User
 from xlabench.core.backends import BACKENDS, FRAMEWORKS, RUNTIMES
 from xlabench.core.result import ResultPolicy
 from xlabench.core.spec import NATIVE_RUNTIMES, RESOLUTION_RANGE, RUNNERS
+from xlabench.runner.isolate import DEFAULT_TIMEOUT_S
 from xlabench.store import DEFAULT_DB
 from xlabench.store.importer import STUDY_BUILT_AS
 from xlabench.zoo import KINDS, REGISTRY, ModelEntry, own
 
 DEFAULT_RESOLUTION = "default"
 EXECUTORS = ("local", "ray")
-DEFAULT_TIMEOUT_S = 1800.0
 #: A run's label (`--label`, key `label`): what `xlabench compare` selects a side by.
 LABEL_PATTERN = re.compile(r"[A-Za-z0-9._:+-]{1,64}")
 CLASSIFIER_KINDS = tuple(k for k in KINDS if k != "detector")

@@ -12,20 +12,18 @@ processes that were running.
 from __future__ import annotations
 
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
 from xlabench.core import Record, Spec
-from xlabench.core.result import SAMPLING_TARGET_ENV, Result, ResultPolicy
+from xlabench.core.result import Result, ResultPolicy
 from xlabench.measure import combine
-from xlabench.runner import current_env_id, ensure_peaks, with_costs
-from xlabench.runner.execute import remember_costs
+from xlabench.runner import current_env_id, ensure_costs, ensure_peaks, with_costs
+from xlabench.runner.costs import CostCounter, cost_key, count_costs
 from xlabench.store import ResultStore
 from xlabench.sweep.executors import (
     Executor,
-    Finished,
     LocalExecutor,
     RayExecutor,
     local_slots,
@@ -33,59 +31,25 @@ from xlabench.sweep.executors import (
 from xlabench.sweep.grid import Grid, SweepConfig, expand
 from xlabench.sweep.plan import Plan, make_plan
 from xlabench.sweep.progress import Progress, SweepSummary
-from xlabench.sweep.schedule import Scheduler, Tracker, fresh_result_id, sweep_result_id
+from xlabench.sweep.schedule import (
+    ResultProcesses,
+    Scheduler,
+    fresh_result_id,
+    sweep_result_id,
+)
 from xlabench.sweep.trackers import Trackers
-
-CostKey = tuple[str, int]
-
-
-class CostPlanner:
-    """Decides, when a spec is dispatched, whether its worker should count the model's costs.
-
-    Costs (params, MACs, FLOPs) depend on model and resolution only, so each is counted once:
-    not when the store already has them, not twice in one sweep, and preferably by a JAX spec
-    (which counts them in its own worker; any other backend needs an extra JAX process).
-    """
-
-    def __init__(self, store: ResultStore, specs: Iterable[Spec]) -> None:
-        self._store = store
-        self._requested: set[CostKey] = set()
-        self._jax_left: Counter[CostKey] = Counter(
-            (s.model, s.resolution) for s in specs if s.backend == "jax"
-        )
-
-    def want_costs(self, spec: Spec) -> bool:
-        key = (spec.model, spec.resolution)
-        if spec.backend == "jax":
-            self._jax_left[key] -= 1
-        elif self._jax_left[key] > 0:
-            return False  # a JAX spec of this model will count them for free
-        if key in self._requested or self._store.get_costs(*key) is not None:
-            return False
-        self._requested.add(key)
-        return True
-
-    def finished(self, done: Finished) -> None:
-        """A spec that was asked for costs came back without them: let the next one try."""
-        if done.wanted_costs and done.record.costs.macs_per_image is None:
-            self._requested.discard((done.spec.model, done.spec.resolution))
 
 
 class _Hooks:
-    def __init__(self, costs: CostPlanner, progress: Progress, scheduler: Scheduler) -> None:
-        self.costs = costs
+    def __init__(self, progress: Progress, scheduler: Scheduler) -> None:
         self.progress = progress
         self.scheduler = scheduler
-
-    def want_costs(self, spec: Spec) -> bool:
-        return self.costs.want_costs(spec)
 
     def started(self, spec: Spec) -> None:
         self.progress.started(spec)
 
-    def process_env(self, spec: Spec) -> dict[str, str]:
-        target = self.scheduler.info_for(spec).sampling_target_rel_ci
-        return {SAMPLING_TARGET_ENV: f"{target:.6f}"} if target else {}
+    def sampling_target(self, spec: Spec) -> float | None:
+        return self.scheduler.info_for(spec).sampling_target_rel_ci
 
 
 def make_executor(config: SweepConfig) -> Executor:
@@ -134,32 +98,25 @@ class Sweep:
         if self.store is None:
             raise RuntimeError("a dry-run sweep cannot run")
         plan, store, policy = self.plan, self.store, self.config.policy
-        scheduler = Scheduler(self._trackers(plan.todo))
-        expected = sum(max(0, policy.min_processes - len(t.records)) for t in scheduler.trackers)
+        scheduler = Scheduler(self._results(plan.todo))
+        expected = sum(max(0, policy.min_processes - len(t.records)) for t in scheduler.results)
         progress = Progress(stream, expected, self.executor.workers, plan.estimated_total_s, tty)
         summary = SweepSummary(self.sweep_id, len(self.grid.specs), plan.done)
         trackers = Trackers.open(self.sweep_id, self.config.log_wandb, self.config.log_mlflow,
                                  progress.note)
-        costs = CostPlanner(store, plan.todo)
-        hooks = _Hooks(costs, progress, scheduler)
         start_s = time.perf_counter()
         try:
             if plan.todo:
                 measure_local_peaks(store, self.executor, progress.note)
-            for batch in scheduler.batches():
-                progress.expect(len(batch))
-                for done in self.executor.run(batch, hooks):
-                    record = save_record(store, scheduler.stamp(done.record), self.sweep_id,
-                                         self.config.label)
-                    scheduler.keep(record)
-                    costs.finished(done)
+            for batch, records in run_batches(self.executor, scheduler, store, progress,
+                                              self.sweep_id, self.config.label):
+                for record in records:
                     summary.add(record)
-                    progress.record(record)
                 self._save_results(scheduler, batch, complete=False)
-            for tracker in scheduler.trackers:
-                result = self._save(tracker, complete=True)
+            for processes in scheduler.results:
+                result = self._save(processes, complete=True)
                 summary.add_result(result)
-                stand_in = tracker.summary_record(result) if result else None
+                stand_in = processes.summary_record(result) if result else None
                 if stand_in is not None:
                     trackers.log(stand_in)
         finally:
@@ -169,29 +126,38 @@ class Sweep:
             progress.close()
         return summary
 
-    def _trackers(self, specs: Iterable[Spec]) -> list[Tracker]:
-        """One tracker per spec to run, holding the successful processes a killed or failed
+    def count_costs(self, note: Callable[[str], None] | None = None,
+                    counter: CostCounter = count_costs) -> None:
+        """Count the model costs the store lacks for the configurations to run (each model
+        and resolution once, each in its own process), before any benchmark; `run` attaches
+        them to every record it stores."""
+        if self.store is None:
+            raise RuntimeError("a dry-run sweep counts no costs")
+        ensure_costs(self.store, self.plan.todo, note, counter)
+
+    def _results(self, specs: Iterable[Spec]) -> list[ResultProcesses]:
+        """The processes of each spec's result, holding the successful ones a killed or failed
         run already stored (a failed process stays stored, but the retried result goes on)."""
         assert self.store is not None
         env_id = self.env_ids[0] if self.env_ids else ""
         found = []
         for spec in specs:
             result_id = sweep_result_id(self.sweep_id, spec, env_id)
-            tracker = Tracker(spec, result_id, self.config.policy)
-            tracker.records.extend(r for r in self.store.processes(result_id) if r.ok)
-            found.append(tracker)
+            processes = ResultProcesses(spec, result_id, self.config.policy)
+            processes.records.extend(r for r in self.store.processes(result_id) if r.ok)
+            found.append(processes)
         return found
 
     def _save_results(self, scheduler: Scheduler, batch: list[Spec], complete: bool) -> None:
         for spec in batch:
-            self._save(scheduler.tracker(spec), complete)
+            self._save(scheduler.processes_of(spec), complete)
 
-    def _save(self, tracker: Tracker, complete: bool) -> Result | None:
-        if not tracker.records:
+    def _save(self, processes: ResultProcesses, complete: bool) -> Result | None:
+        if not processes.records:
             return None
         assert self.store is not None
-        result = tracker.result(environment_drift(self.store, tracker))
-        self.store.save_result(result, tracker.policy, complete, self.sweep_id,
+        result = processes.result(environment_drift(self.store, processes))
+        self.store.save_result(result, processes.policy, complete, self.sweep_id,
                                self.config.label)
         return result
 
@@ -217,14 +183,30 @@ def measure_local_peaks(
         ensure_peaks(store, current_env_id(), note=note)
 
 
+def run_batches(
+    executor: Executor, scheduler: Scheduler, store: ResultStore, progress: Progress,
+    sweep_id: str, label: str | None,
+) -> Iterator[tuple[list[Spec], list[Record]]]:
+    """The dispatch loop of a sweep and of `run`: each batch the scheduler hands out runs on
+    the executor; every process is stamped, stored as it finishes and joins its result; each
+    batch is yielded with its stored records once all of them are in."""
+    hooks = _Hooks(progress, scheduler)
+    for batch in scheduler.batches():
+        progress.expect(len(batch))
+        records = []
+        for done in executor.run(batch, hooks):
+            record = save_record(store, scheduler.stamp(done.record), sweep_id, label)
+            scheduler.keep(record)
+            progress.record(record)
+            records.append(record)
+        yield batch, records
+
+
 def save_record(store: ResultStore, record: Record, sweep_id: str,
                 label: str | None = None) -> Record:
-    """Attach the model's costs (cached, or counted by this worker), then store the record
-    (with the run's `label`, if any)."""
-    spec = record.spec
-    cached = store.get_costs(spec.model, spec.resolution)
-    record = with_costs(record, cached)
-    remember_costs(store, record, cached)
+    """Attach the model's stored costs (counted before the run: `runner.ensure_costs`), then
+    store the record (with the run's `label`, if any)."""
+    record = with_costs(record, store.get_costs(*cost_key(record.spec)))
     store.save(record, sweep_id, label)
     return record
 
@@ -249,42 +231,37 @@ def run_result(
 ) -> tuple[Result, list[Record]]:
     """One configuration as one result of several fresh processes (the API behind `run`).
 
-    The same scheduler as a sweep: the minimum number of processes, more while the interval is
-    too wide and the budget allows, re-runs for processes measured under interference. Every
-    process is stored as it finishes, then the combined result, both with `label` (if any).
-    Progress goes to `stream`.
+    The same scheduler and dispatch loop as a sweep: the minimum number of processes, more
+    while the interval is too wide and the budget allows, re-runs for processes measured under
+    interference. Every process is stored as it finishes (with the model's stored costs:
+    `runner.ensure_costs` counts them first), then the combined result, both with `label` (if
+    any). Progress goes to `stream`.
     """
     executor = executor or LocalExecutor(timeout_s, local_slots(1))
-    tracker = Tracker(spec, fresh_result_id(), policy)
-    scheduler = Scheduler([tracker])
+    processes = ResultProcesses(spec, fresh_result_id(), policy)
+    scheduler = Scheduler([processes])
     progress = Progress(stream, policy.min_processes, 1, None, tty=False)
-    costs = CostPlanner(store, [spec])
-    hooks = _Hooks(costs, progress, scheduler)
-    sweep_id = tracker.result_id
+    sweep_id = processes.result_id
     measure_local_peaks(store, executor, progress.note)
-    for batch in scheduler.batches():
-        progress.expect(len(batch))
-        for done in executor.run(batch, hooks):
-            record = save_record(store, scheduler.stamp(done.record), sweep_id, label)
-            scheduler.keep(record)
-            costs.finished(done)
-            progress.record(record)
-    result = tracker.result(environment_drift(store, tracker))
+    for _ in run_batches(executor, scheduler, store, progress, sweep_id, label):
+        pass
+    result = processes.result(environment_drift(store, processes))
     store.save_result(result, policy, complete=True, sweep_id=sweep_id, label=label)
-    return result, tracker.records
+    return result, processes.records
 
 
-def environment_drift(store: ResultStore, tracker: Tracker) -> combine.RunDrift | None:
+def environment_drift(store: ResultStore, processes: ResultProcesses
+                      ) -> combine.RunDrift | None:
     """The between-run variation for the result's configuration (None until something was
     re-run): the machine's, from the re-runs stored there of *other* configurations, as a
     prior that the configuration's own earlier results update (`combine.config_drift`).
     Configurations drift very differently on one machine, so once a configuration has been
     re-run its own history counts; the earlier results are re-runs the user already has, and
     the new result is never part of its own estimate."""
-    env_ids = {r.env_id for r in tracker.records if r.ok}
+    env_ids = {r.env_id for r in processes.records if r.ok}
     if len(env_ids) != 1:
         return None  # no process yet, or processes from several machines: nothing to pool
-    return stored_drift(store, env_ids.pop(), tracker.spec.spec_id(), tracker.result_id)
+    return stored_drift(store, env_ids.pop(), processes.spec.spec_id(), processes.result_id)
 
 
 def stored_drift(store: ResultStore, env_id: str, spec_id: str, result_id: str

@@ -47,8 +47,9 @@ def fresh_result_id() -> str:
 
 
 @dataclass
-class Tracker:
-    """The processes of one configuration's result, and whether it wants another."""
+class ResultProcesses:
+    """The processes of one configuration's result, and whether it wants another (not an
+    experiment tracker: those are `sweep.trackers`)."""
 
     spec: Spec
     result_id: str
@@ -111,8 +112,9 @@ class Tracker:
         return combine.combine(self.records, self.result_id, self.policy, drift=drift)
 
     def summary_record(self, result: Result) -> Record | None:
-        """One record that stands for the whole result (for trackers): the latest successful
-        process, carrying the combined throughput and interval instead of its own."""
+        """One record that stands for the whole result (for the experiment trackers): the
+        latest successful process, carrying the combined throughput and interval instead of
+        its own."""
         ok = [r for r in self.records if r.ok and r.throughput is not None]
         if not ok or result.median_sps is None:
             return self.records[-1] if self.records else None
@@ -138,36 +140,36 @@ class Scheduler:
     with `add`) before it asks for the next one, so each decision sees every finished process.
     """
 
-    def __init__(self, trackers: Sequence[Tracker]) -> None:
-        self.trackers = list(trackers)
-        self._by_spec = {t.spec.spec_id(): t for t in self.trackers}
+    def __init__(self, results: Sequence[ResultProcesses]) -> None:
+        self.results = list(results)
+        self._by_spec = {t.spec.spec_id(): t for t in self.results}
         self._pending: dict[str, ProcessInfo] = {}
-        self.groups: list[list[Tracker]] = _groups(self.trackers)
+        self.groups: list[list[ResultProcesses]] = _groups(self.results)
 
     def batches(self) -> Iterator[list[Spec]]:
         for group in self.groups:
-            yield from self._rounds(group, Tracker.wants_main)
-        for _ in range(max((t.policy.rerun_flagged for t in self.trackers), default=0)):
+            yield from self._rounds(group, ResultProcesses.wants_main)
+        for _ in range(max((t.policy.rerun_flagged for t in self.results), default=0)):
             for group in self.groups:
-                batch = self._batch(group, Tracker.wants_rerun)
+                batch = self._batch(group, ResultProcesses.wants_rerun)
                 if batch:
-                    for tracker in group:
-                        if tracker.spec in batch:
-                            tracker.reruns_left -= 1
+                    for processes in group:
+                        if processes.spec in batch:
+                            processes.reruns_left -= 1
                     yield batch
 
-    def _rounds(self, group: list[Tracker], wants: object) -> Iterator[list[Spec]]:
+    def _rounds(self, group: list[ResultProcesses], wants: object) -> Iterator[list[Spec]]:
         while True:
             batch = self._batch(group, wants)
             if not batch:
                 return
             yield batch
 
-    def _batch(self, group: list[Tracker], wants: object) -> list[Spec]:
+    def _batch(self, group: list[ResultProcesses], wants: object) -> list[Spec]:
         chosen = [t for t in group if wants(t)]  # type: ignore[operator]
         round_index = max((t.next_round() for t in group), default=0)
-        for tracker in chosen:
-            self._pending[tracker.spec.spec_id()] = tracker.process_info(round_index)
+        for processes in chosen:
+            self._pending[processes.spec.spec_id()] = processes.process_info(round_index)
         return [t.spec for t in chosen]
 
     def info_for(self, spec: Spec) -> ProcessInfo:
@@ -183,17 +185,12 @@ class Scheduler:
         """A stamped (and stored) process joins its result."""
         self._by_spec[record.spec_id].records.append(record)
 
-    def tracker(self, spec: Spec) -> Tracker:
+    def processes_of(self, spec: Spec) -> ResultProcesses:
         return self._by_spec[spec.spec_id()]
 
-    def group_done(self, spec: Spec) -> bool:
-        """Whether every configuration of `spec`'s group has finished its main pass."""
-        group = next(g for g in self.groups if any(t.spec == spec for t in g))
-        return not any(t.wants_main() for t in group)
 
-
-def _groups(trackers: Iterable[Tracker]) -> list[list[Tracker]]:
-    groups: dict[tuple[object, ...], list[Tracker]] = {}
-    for tracker in trackers:
-        groups.setdefault(group_key(tracker.spec), []).append(tracker)
+def _groups(results: Iterable[ResultProcesses]) -> list[list[ResultProcesses]]:
+    groups: dict[tuple[object, ...], list[ResultProcesses]] = {}
+    for processes in results:
+        groups.setdefault(group_key(processes.spec), []).append(processes)
     return list(groups.values())

@@ -24,7 +24,6 @@ import importlib.util
 import json
 import os
 import re
-import subprocess
 import sys
 import zipfile
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xlabench.core.child import run_child
 from xlabench.core.errors import UserError
 from xlabench.core.spec import RESOLUTION_RANGE, Spec
 from xlabench.zoo.registry import OWN, ModelEntry, ResolutionRule
@@ -352,16 +352,17 @@ def _inspect_on(factory: str, root: str, backend: str) -> dict[str, Any]:
     env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3",
            "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "")}
     try:
-        done = subprocess.run(command, capture_output=True, text=True, env=env,
-                              timeout=INSPECT_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
+        done = run_child(command, INSPECT_TIMEOUT_S, env=env)
+    except OSError as exc:
+        return {"error": f"cannot start a process to build {factory}: {exc}", "kind": "build"}
+    if done.timed_out:
         return {"error": f"building took over {INSPECT_TIMEOUT_S:g} s", "kind": "build"}
     lines = done.stdout.strip().splitlines()
     try:
         return dict(json.loads(lines[-1]))
     except (IndexError, json.JSONDecodeError, TypeError, ValueError):
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"building {factory} failed: {last[:300]}", "kind": "build"}
+        return {"error": f"building {factory} failed: {done.last_line()[:300]}",
+                "kind": "build"}
 
 
 def build_factory_model(factory: str, root: str) -> Any:
