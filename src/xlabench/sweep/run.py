@@ -215,7 +215,9 @@ def run_sweep(
     config: SweepConfig, stream: TextIO, executor: Executor | None = None,
     tty: bool | None = None,
 ) -> SweepSummary:
-    """Plan and run `config` (the API behind `xlabench sweep`); progress goes to `stream`."""
+    """Plan and run `config` (the API behind `xlabench sweep`); progress goes to `stream`.
+    Model costs are the store's: `xlabench sweep` counts the missing ones first
+    (`Sweep.count_costs`)."""
     with Sweep(config, executor) as sweep:
         return sweep.run(stream, tty)
 
