@@ -26,9 +26,10 @@ def successful(results: pd.DataFrame) -> pd.DataFrame:
 
 def latest_per_config(results: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration: its latest result (the one whose last process was stored
-    last), with the result's stored figure (`result_rows`). Repeats of a configuration
-    (`sweep --repeats`) are results of their own: the latest one is shown, and the earlier
-    ones are re-runs that its interval already learnt from when it was stored."""
+    last), with the figure stored for that result (`ResultStore.result_rows` shows the same).
+    Repeats of a configuration (`sweep --repeats`) are results of their own: the latest one is
+    shown, and the earlier ones are re-runs that its interval already learnt from when it was
+    stored."""
     combined = every_result(results)
     if combined.empty:
         return combined
@@ -38,7 +39,7 @@ def latest_per_config(results: pd.DataFrame) -> pd.DataFrame:
 
 def every_result(results: pd.DataFrame) -> pd.DataFrame:
     """One row per successful result, oldest first (by its latest process): that process's
-    columns with the figure the result was stored with in place of its own (`result_rows`)."""
+    columns with the figure the result was stored with in place of its own."""
     ok = successful(results).sort_values("id", kind="mergesort")
     if ok.empty:
         return ok.assign(**{c: pd.Series(dtype=object) for c in COMBINED_COLUMNS})

@@ -5,23 +5,24 @@ use, and backends side by side)."""
 
 from __future__ import annotations
 
-from xlabench.report.findings.across_backends import backends_finding
+from xlabench.report.findings.across_backends import across_backends_finding
 from xlabench.report.findings.batch_size import batch_size_finding
-from xlabench.report.findings.compile_time import compile_finding
+from xlabench.report.findings.compile_time import compile_time_finding
 from xlabench.report.findings.deploy import deploy_finding
-from xlabench.report.findings.eager_graph_xla import decomposition_finding
-from xlabench.report.findings.failures import health_finding
+from xlabench.report.findings.eager_graph_xla import eager_graph_xla_finding
+from xlabench.report.findings.failures import failures_finding
 from xlabench.report.findings.gflops import gflops_finding
-from xlabench.report.findings.measurement_quality import quality_finding
+from xlabench.report.findings.measurement_quality import measurement_quality_finding
 from xlabench.report.findings.python_share import python_share_finding
-from xlabench.report.findings.speedup_intervals import speedup_ci_finding
+from xlabench.report.findings.speedup_intervals import speedup_intervals_finding
 from xlabench.report.findings.study import study_findings
 from xlabench.report.model import Context, Finding
 
 #: What the report adds to the study, in page order.
 BEYOND_THE_STUDY = (
-    quality_finding, decomposition_finding, python_share_finding, speedup_ci_finding,
-    compile_finding, health_finding, batch_size_finding, gflops_finding, backends_finding,
+    measurement_quality_finding, eager_graph_xla_finding, python_share_finding,
+    speedup_intervals_finding, compile_time_finding, failures_finding, batch_size_finding,
+    gflops_finding, across_backends_finding,
 )
 
 

@@ -8,7 +8,7 @@ from xlabench.report.model import HOVER_RUN, Context, Finding
 from xlabench.report.tables import Column, Table
 
 
-def backends_finding(ctx: Context) -> Finding:
+def across_backends_finding(ctx: Context) -> Finding:
     """The same model and configuration on several backends."""
     title = "The same model across backends"
     frame = backend_comparison(ctx.results)

@@ -19,7 +19,7 @@ from xlabench.report.model import (
 from xlabench.report.tables import Column, Table
 
 
-def compile_finding(ctx: Context) -> Finding:
+def compile_time_finding(ctx: Context) -> Finding:
     """Compile time against speedup, and the batches needed before compiling pays off."""
     cmp = ctx.options.comparison
     title = f"Compile time against speedup, and the break-even ({cmp.label})"

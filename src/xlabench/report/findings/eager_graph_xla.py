@@ -11,7 +11,7 @@ from xlabench.report.model import PAIR_COLUMNS, PROVENANCE, Context, Finding
 from xlabench.report.tables import Column, Table
 
 
-def decomposition_finding(ctx: Context) -> Finding:
+def eager_graph_xla_finding(ctx: Context) -> Finding:
     """Eager -> graph -> XLA: how much of the "XLA speedup" is Python overhead."""
     title = "Eager → graph → XLA: Python overhead or compiler? (TensorFlow)"
     frame = eager_graph_xla_decomposition(ctx.results)

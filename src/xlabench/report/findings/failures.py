@@ -8,7 +8,7 @@ from xlabench.report.model import PAIR_COLUMNS, Context, Finding
 from xlabench.report.tables import Column, Table
 
 
-def health_finding(ctx: Context) -> Finding:
+def failures_finding(ctx: Context) -> Finding:
     """Parity failures, and failed runs by status and reason."""
     title = "Parity failures and failed runs"
     failed = failed_runs(ctx.results)

@@ -10,7 +10,7 @@ from xlabench.report.model import PAIR_COLUMNS, SPS, Context, Finding
 from xlabench.report.tables import Column, Table
 
 
-def quality_finding(ctx: Context) -> Finding:
+def measurement_quality_finding(ctx: Context) -> Finding:
     """How each local number was measured: processes, interval confidence, interference."""
     title = "How each number was measured: processes, confidence, interference"
     frame = measurement_quality(ctx.results)

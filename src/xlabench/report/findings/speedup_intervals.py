@@ -19,7 +19,7 @@ from xlabench.report.model import (
 from xlabench.report.tables import Column, Table
 
 
-def speedup_ci_finding(ctx: Context) -> Finding:
+def speedup_intervals_finding(ctx: Context) -> Finding:
     """Every speedup with its 95% interval, and whether it is significant."""
     cmp = ctx.options.comparison
     title = f"Speedups with confidence intervals: {cmp.label}"
