@@ -56,6 +56,9 @@ class Backend(Protocol):
     def peak_device_memory_mb(self) -> float | None:
         """Peak memory the framework allocated on the accelerator, or None on the CPU."""
 
+    # Optional: seed_framework(seed) seeds the framework's own generator (`seed_all`), and
+    # export_native (`NativeExporter`) where the table gives the backend native runtimes.
+
 
 class NativeExporter(Protocol):
     """What a backend module with native runtimes (core/backends.py `native_runtimes`) adds:
@@ -104,17 +107,17 @@ def keras_input(spec: Spec) -> Any:
 
 
 def seed_all(seed: int, backend: str) -> None:
-    """Seed Python, NumPy, Keras' global seed generator and the framework.
+    """Seed Python, NumPy, Keras' global seed generator and the framework (the backend
+    module's `seed_framework`, where it has one).
 
-    keras.utils.set_random_seed also imports TensorFlow whenever it is installed; in a JAX or
-    torch worker that costs seconds and memory (and, on a GPU, TensorFlow may claim the
-    device), so outside TensorFlow we do the same minus TensorFlow.
+    keras.utils.set_random_seed does the same, but it also imports TensorFlow to seed it
+    whenever TensorFlow is installed; in a JAX or torch worker that costs seconds and memory
+    (and, on a GPU, TensorFlow may claim the device), so only TensorFlow's module seeds it.
     """
     import keras
 
-    if backend == "tensorflow":
-        keras.utils.set_random_seed(seed)
-        return
+    from xlabench.backends import load
+
     try:
         from keras.src.backend.common import global_state
         from keras.src.random import seed_generator
@@ -130,7 +133,6 @@ def seed_all(seed: int, backend: str) -> None:
     global_state.set_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR, None)
     random.seed(seed)
     np.random.seed(seed)
-    if backend == "torch":
-        import torch
-
-        torch.manual_seed(seed)
+    seed_framework = getattr(load(backend), "seed_framework", None)
+    if seed_framework is not None:
+        seed_framework(seed)

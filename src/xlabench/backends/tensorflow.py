@@ -40,6 +40,13 @@ def setup(spec: Spec) -> dict[str, Any]:
     }
 
 
+def seed_framework(seed: int) -> None:
+    """TensorFlow's global seed (what keras.utils.set_random_seed adds on TensorFlow)."""
+    import tensorflow as tf
+
+    tf.random.set_seed(seed)
+
+
 def make_input(spec: Spec) -> Any:
     return keras_input(spec)
 

@@ -41,6 +41,13 @@ def setup(spec: Spec) -> dict[str, Any]:
     }
 
 
+def seed_framework(seed: int) -> None:
+    """torch's global generator (what keras.utils.set_random_seed adds on torch)."""
+    import torch
+
+    torch.manual_seed(seed)
+
+
 def make_input(spec: Spec) -> Any:
     return keras_input(spec)
 
