@@ -23,7 +23,8 @@ FRAMEWORK_PAIRS = {f"{b}/{m}" for b in FRAMEWORKS for m in BACKEND_MODES[b]}
 ALL_PAIRS = len(FRAMEWORK_PAIRS)
 #: Written out, not derived: a mode added to a runtime must be added to the presets' tests too.
 RUNTIME_PAIRS = {"openvino/compiled", "onnxruntime/basic", "onnxruntime/compiled",
-                 "litert/basic", "litert/compiled", "iree/compiled"}
+                 "litert/basic", "litert/compiled", "iree/compiled", "executorch/basic",
+                 "executorch/compiled"}
 STUDY_PAIRS = FRAMEWORK_PAIRS | RUNTIME_PAIRS
 
 
@@ -102,12 +103,12 @@ def runtimes_grid():
 
 
 def test_runtimes_preset_runs_every_model(runtimes_grid) -> None:
-    assert RUNTIMES == ("openvino", "onnxruntime", "litert", "iree")
+    assert RUNTIMES == ("openvino", "onnxruntime", "litert", "iree", "executorch")
     assert {s.model for s in runtimes_grid.specs} == {e.name for e in REGISTRY}
     assert not runtimes_grid.skipped  # every default resolution is accepted
-    # per model: 9 backend/modes (TF's three, OpenVINO, ORT's two, LiteRT's two, IREE) x
-    # batch 1 and 4
-    assert len(runtimes_grid.specs) == 9 * 2 * len(REGISTRY)
+    # per model: 11 backend/modes (TF's three, OpenVINO, ORT's two, LiteRT's two, IREE,
+    # ExecuTorch's two) x batch 1 and 4
+    assert len(runtimes_grid.specs) == 11 * 2 * len(REGISTRY)
 
 
 @pytest.mark.parametrize("model", [e.name for e in REGISTRY])
@@ -270,15 +271,17 @@ def test_cli_dry_run_prints_plan_and_creates_nothing(run_cli, tmp_path: Path) ->
 
 def test_runtime_backends_sweep_fp32_only_after_the_frameworks() -> None:
     config = build_config(overrides={"models": "mobilenet_v3_small", "resolutions": "32",
-                                     "backends": "iree,litert,onnxruntime,openvino,jax",
+                                     "backends": "executorch,iree,litert,onnxruntime,"
+                                                 "openvino,jax",
                                      "precisions": "fp32,bf16"})
     grid = expand(config)
     backends = list(dict.fromkeys(s.backend for s in grid.specs))
-    assert backends == ["jax", "openvino", "onnxruntime", "litert", "iree"]
+    assert backends == ["jax", "openvino", "onnxruntime", "litert", "iree", "executorch"]
     runtime_specs = [s for s in grid.specs if s.backend != "jax"]
     assert {s.precision for s in runtime_specs} == {"fp32"}
     assert _pairs(runtime_specs).keys() == RUNTIME_PAIRS
     assert grid.skipped == {"openvino has no bf16 precision": 1,
                             "onnxruntime has no bf16 precision": 2,
                             "litert has no bf16 precision": 2,
-                            "iree has no bf16 precision": 1}
+                            "iree has no bf16 precision": 1,
+                            "executorch has no bf16 precision": 2}

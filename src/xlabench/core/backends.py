@@ -147,6 +147,11 @@ BACKENDS: tuple[BackendInfo, ...] = (
         "iree.runtime", "pip install 'xlabench[iree]'  (or: pip install iree-base-compiler "
         "iree-base-runtime jax)", ("iree-base-compiler", "iree-base-runtime", "jax", "jaxlib"),
         export_backend="jax"),
+    BackendInfo(
+        "executorch", "ExecuTorch", "runtime", ("basic", "compiled"),
+        _names(basic="no delegate (its CPU kernels)", compiled="XNNPACK delegate"), ("fp32",),
+        "executorch.runtime", "pip install 'xlabench[executorch]'  (or: pip install "
+        "executorch torch)", ("executorch", "torch"), export_backend="torch"),
 )
 
 BY_NAME: MappingProxyType[str, BackendInfo] = MappingProxyType({b.name: b for b in BACKENDS})

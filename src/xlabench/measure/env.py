@@ -21,7 +21,7 @@ from xlabench.core.cpu import read_cpu_facts
 
 PACKAGES = ("keras", "keras-hub", "tensorflow", "jax", "jaxlib", "torch", "numpy", "openvino",
             "onnxruntime", "onnx", "tf2onnx", "ai-edge-litert", "iree-base-compiler",
-            "iree-base-runtime", "xlabench")
+            "iree-base-runtime", "executorch", "xlabench")
 #: Environment variables that change what gets measured.
 RESULT_FLAGS = (
     "TF_XLA_FLAGS",

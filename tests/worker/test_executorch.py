@@ -1,0 +1,78 @@
+"""ExecuTorch for real: Keras-on-PyTorch's torch.export lowered by ExecuTorch and run by its
+runtime in a worker, on its CPU kernels and with the XNNPACK delegate, and the proof of
+which one ran."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from xlabench.core import MeasureSettings, Spec, Status
+from xlabench.runner import run_isolated
+from xlabench.store import ResultStore
+
+QUICK = MeasureSettings(min_sample_s=0.02, budget_s=2.0, warmup_min_s=0.2, warmup_max_s=5.0,
+                        latency_steps=5, min_samples=5)
+PARTITIONER = {"basic": None, "compiled": "XnnpackPartitioner"}
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(importlib.util.find_spec("executorch") is None,
+                       reason="executorch not installed"),
+]
+
+
+@pytest.fixture(scope="module")
+def records() -> dict[str, object]:
+    """mobilenet_v3_small at 32 px, batch 2, in both modes (one worker each)."""
+    return {mode: run_isolated(Spec("mobilenet_v3_small", "executorch", mode, 32, batch_size=2,
+                                    measure=QUICK), timeout_s=900)
+            for mode in ("basic", "compiled")}
+
+
+@pytest.mark.parametrize("mode", ["basic", "compiled"])
+def test_executorch_measures_with_parity_and_says_what_ran(records, mode: str,
+                                                          tmp_path) -> None:
+    record = records[mode]
+    assert record.status is Status.OK, f"{record.error}\n{record.error_detail}"
+    assert record.throughput is not None and record.throughput.median_sps > 0
+    assert record.latency is not None and record.latency.p50_ms > 0
+    # Parity against Keras eager on PyTorch, the exporting backend: same weights, same input.
+    assert record.parity is not None and record.parity.reference_mode == "keras_eager"
+    assert record.parity.passed and record.parity.max_rel_diff < 1e-4, record.parity
+    stages = record.warmup.compile_stages_s
+    assert set(stages) == {"export", "lower", "emit", "load"}
+    assert all(s >= 0 for s in stages.values())
+    runtime = record.env["runtime"]
+    assert runtime["framework"] == "executorch" and runtime["export_backend"] == "torch"
+    assert record.env["packages"]["executorch"] == runtime["framework_version"]
+    assert record.env["packages"]["torch"] == runtime["export_framework_version"]
+    info = record.backend_info
+    config = info["executorch_config"]
+    assert config["partitioner"] == PARTITIONER[mode] and config["method"] == "forward"
+    assert config["threadpool_threads"] == runtime["threads"] >= 1
+    assert info["pte_bytes"] > 0
+    with ResultStore(tmp_path / "r.db") as store:
+        store.save(record)
+        (stored,) = store.records(backend="executorch")
+    assert stored.spec == record.spec and stored.backend_info == info
+
+
+def test_executorch_basic_delegated_nothing_and_compiled_ran_xnnpack(records) -> None:
+    """The lowered program's delegate calls say whether XNNPACK took the graph; XNNPACK takes
+    every convolution (their kernels are folded to constants before lowering)."""
+    basic, compiled = records["basic"].backend_info, records["compiled"].backend_info
+    assert basic["executorch_delegate_calls"] == 0, basic
+    assert basic["executorch_kernel_ops"]["aten.convolution.default"] > 0
+    assert compiled["executorch_delegate_calls"] >= 1, compiled
+    assert "aten.convolution.default" not in compiled["executorch_kernel_ops"]
+
+
+def test_executorch_refuses_other_precisions_with_one_line() -> None:
+    spec = Spec("mobilenet_v3_small", "executorch", "compiled", 32, batch_size=1,
+                precision="bf16", measure=QUICK)
+    record = run_isolated(spec, timeout_s=600)
+    assert record.status is Status.FAILED
+    assert record.error.startswith("ConversionError: executorch runs fp32 only")
+    assert "\n" not in record.error
