@@ -12,7 +12,9 @@ from xlabench.core.spec import NATIVE_RUNTIMES
 from xlabench.runner import count_costs, run_isolated
 from xlabench.zoo import own
 
-QUICK = MeasureSettings(min_sample_s=0.02, budget_s=1.5, warmup_min_s=0.1, warmup_max_s=3.0,
+# Samples of 0.05 s: five of them outlast the 0.2 s an interference reading needs, even on a
+# runtime fast enough to meet the target in five.
+QUICK = MeasureSettings(min_sample_s=0.05, budget_s=1.5, warmup_min_s=0.1, warmup_max_s=3.0,
                         latency_steps=5, min_samples=5)
 PAIRS = [(backend, mode, "python") for backend, modes in BACKEND_MODES.items() for mode in modes]
 PAIRS += [(backend, mode, "native") for backend, mode in NATIVE_RUNTIMES]
