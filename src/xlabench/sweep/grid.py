@@ -175,9 +175,7 @@ _COMPARE_COMMON: dict[str, Any] = {
 }
 PRESETS: dict[str, dict[str, Any]] = {
     # The study's grid: each classifier at its own input size, detectors at 320 and 640; every
-    # backend/mode pair (TF eager, graph, XLA; JAX eager, XLA; torch eager, compiled), and the
-    # deployment runtimes (OpenVINO compiled; ONNX Runtime and LiteRT basic, compiled; IREE
-    # compiled) beside them.
+    # mode of every framework and of every deployment runtime in core/backends.py.
     "study": {
         "parts": (
             {**_STUDY_COMMON, "kinds": CLASSIFIER_KINDS, "resolutions": (DEFAULT_RESOLUTION,)},
@@ -227,8 +225,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # The deployment runtimes against the TensorFlow graph they are exported from: every model
     # at its own resolution, batch 1 (latency-bound serving) and 4, fp32 (all they take), on
-    # OpenVINO, ONNX Runtime and LiteRT basic/compiled, IREE and TF eager/graph/XLA for
-    # reference. Models a converter refuses are stored as `unsupported` with the reason: that
+    # every mode of every runtime in core/backends.py, and TF eager/graph/XLA for reference. Models a converter refuses are stored as `unsupported` with the reason: that
     # is coverage data.
     "runtimes": {
         "parts": ({
