@@ -38,8 +38,8 @@ def add_sweep(sub: Any) -> None:
     )
     p.add_argument("--preset", choices=list(PRESETS), default=None,
                    help="study: the study's grid (with the runtimes); gpu: JAX and torch on a GPU; "
-                   "demo: a small CPU grid (make demo); runtimes: OpenVINO, ONNX Runtime, "
-                   "LiteRT, IREE against TensorFlow, batch 1 and 4; compare: three models at 224 "
+                   "demo: a small CPU grid (make demo); runtimes: every deployment runtime against "
+                   "TensorFlow, batch 1 and 4; compare: three models at 224 "
                    "on every backend/mode and runner, side by side")
     p.add_argument("--config", metavar="SWEEP.toml", default=None,
                    help="TOML file with the same keys as the flags (e.g. batch_sizes = [1, 4])")

@@ -17,11 +17,14 @@ import subprocess
 from functools import lru_cache
 from typing import Any
 
+from xlabench.core.backends import BACKENDS
 from xlabench.core.cpu import read_cpu_facts
+from xlabench.core.result import COMMON_PACKAGES
 
-PACKAGES = ("keras", "keras-hub", "tensorflow", "jax", "jaxlib", "torch", "numpy", "openvino",
-            "onnxruntime", "onnx", "tf2onnx", "ai-edge-litert", "iree-base-compiler",
-            "iree-base-runtime", "executorch", "xlabench")
+#: The distributions whose versions an environment records: the common ones and each backend's
+#: (core/backends.py), so a new backend's version is recorded without an edit here.
+PACKAGES = tuple(dict.fromkeys((*COMMON_PACKAGES, *(
+    package for backend in BACKENDS for package in backend.identifying_packages))))
 #: Environment variables that change what gets measured.
 RESULT_FLAGS = (
     "TF_XLA_FLAGS",
