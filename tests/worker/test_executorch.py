@@ -4,10 +4,9 @@ which one ran."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
+from tests.worker.checks import assert_runtime_measured
 from xlabench.core import MeasureSettings, Spec, Status
 from xlabench.runner import run_isolated
 from xlabench.store import ResultStore
@@ -16,11 +15,7 @@ QUICK = MeasureSettings(min_sample_s=0.02, budget_s=2.0, warmup_min_s=0.2, warmu
                         latency_steps=5, min_samples=5)
 PARTITIONER = {"basic": None, "compiled": "XnnpackPartitioner"}
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(importlib.util.find_spec("executorch") is None,
-                       reason="executorch not installed"),
-]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -35,12 +30,7 @@ def records() -> dict[str, object]:
 def test_executorch_measures_with_parity_and_says_what_ran(records, mode: str,
                                                           tmp_path) -> None:
     record = records[mode]
-    assert record.status is Status.OK, f"{record.error}\n{record.error_detail}"
-    assert record.throughput is not None and record.throughput.median_sps > 0
-    assert record.latency is not None and record.latency.p50_ms > 0
-    # Parity against Keras eager on PyTorch, the exporting backend: same weights, same input.
-    assert record.parity is not None and record.parity.reference_mode == "keras_eager"
-    assert record.parity.passed and record.parity.max_rel_diff < 1e-4, record.parity
+    assert_runtime_measured(record)
     stages = record.warmup.compile_stages_s
     assert set(stages) == {"export", "lower", "emit", "load"}
     assert all(s >= 0 for s in stages.values())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.worker.checks import assert_runtime_measured
 from xlabench.core import MeasureSettings, Spec, Status
 from xlabench.runner import run_isolated
 
@@ -32,11 +33,7 @@ def records() -> dict[str, object]:
 @pytest.mark.parametrize("mode", ["basic", "compiled"])
 def test_litert_measures_with_parity_and_says_what_ran(records, mode: str) -> None:
     record = records[mode]
-    assert record.status is Status.OK, f"{record.error}\n{record.error_detail}"
-    assert record.throughput is not None and record.throughput.median_sps > 0
-    assert record.latency is not None and record.latency.p50_ms > 0
-    assert record.parity is not None and record.parity.reference_mode == "keras_eager"
-    assert record.parity.passed and record.parity.max_rel_diff < 1e-4, record.parity
+    assert_runtime_measured(record)
     assert set(record.warmup.compile_stages_s) == {"export", "convert", "compile"}
     runtime = record.env["runtime"]
     assert runtime["framework"] == "litert" and runtime["export_backend"] == "tensorflow"
