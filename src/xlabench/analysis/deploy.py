@@ -18,6 +18,7 @@ from xlabench.analysis.intervals import BOOTSTRAP_SEED, speedup_interval
 from xlabench.analysis.ranking import RankRule, rank
 from xlabench.analysis.result_rows import latest_per_config
 from xlabench.core import BACKEND_MODES
+from xlabench.core.backends import STUDY_BACKEND
 from xlabench.core.spec import RUNTIME_BACKENDS
 
 #: One deployment question: this model on this device at this input size and batch.
@@ -123,7 +124,7 @@ def _with_ratio(picks: pd.DataFrame, candidates: pd.DataFrame, label: str,
 
 def _study_baselines(candidates: pd.DataFrame, mode: str) -> dict[tuple[Any, ...], dict]:
     """The TF `mode` results of the Python runner among `candidates`, by `_config`."""
-    study = candidates[(candidates["backend"] == "tensorflow") & (candidates["mode"] == mode)
+    study = candidates[(candidates["backend"] == STUDY_BACKEND) & (candidates["mode"] == mode)
                        & (candidates["runner"] == "python")]
     return {_config(r): r for r in study.to_dict("records")}
 

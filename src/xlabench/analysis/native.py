@@ -14,6 +14,7 @@ import pandas as pd
 
 from xlabench.analysis.intervals import RatioSide, ratio_intervals
 from xlabench.analysis.result_rows import CONFIG_KEYS, latest_per_config
+from xlabench.core.backends import STUDY_BACKEND
 
 RUNNERS = ("python", "native")
 #: A Python and a native run pair when they agree on everything but the runner.
@@ -104,7 +105,7 @@ def native_step(decomposition: pd.DataFrame, latest: pd.DataFrame) -> pd.DataFra
     ``python_launch_ms``, ``python_launch_pct`` (of the eager batch time) and
     ``launch_share_pct`` (of the whole eager -> native saving).
     """
-    native = latest[(latest["backend"] == "tensorflow") & (latest["mode"] == "xla")
+    native = latest[(latest["backend"] == STUDY_BACKEND) & (latest["mode"] == "xla")
                     & (latest["runner"] == "native")]
     side = native[[*STEP_KEYS, "throughput_sps"]].rename(columns={"throughput_sps": "native_sps"})
     frame = decomposition.merge(side, on=list(STEP_KEYS), how="left")

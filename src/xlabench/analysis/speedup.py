@@ -15,6 +15,7 @@ from xlabench.analysis.native import native_step
 from xlabench.analysis.ranking import RankRule, rank
 from xlabench.analysis.result_rows import CONFIG_KEYS, latest_per_config
 from xlabench.core import BACKEND_MODES, COMPILED_MODES, UserError
+from xlabench.core.backends import STUDY_BACKEND
 
 #: A baseline and a compiled run are a pair when they agree on everything but the mode.
 PAIR_KEYS = tuple(k for k in CONFIG_KEYS if k != "mode")
@@ -36,7 +37,7 @@ _SHARED = ("family", "kind", "gmacs_per_image", "params_m", "provenance")
 class Comparison:
     """A compiled mode against a baseline mode of one backend (the study: TF xla vs eager)."""
 
-    backend: str = "tensorflow"
+    backend: str = STUDY_BACKEND
     baseline_mode: str = "eager"
     compiled_mode: str = "xla"
 
@@ -45,7 +46,7 @@ class Comparison:
         return f"{self.backend} {self.compiled_mode} vs {self.baseline_mode}"
 
 
-def comparison_for(backend: str = "tensorflow", baseline: str | None = None) -> Comparison:
+def comparison_for(backend: str = STUDY_BACKEND, baseline: str | None = None) -> Comparison:
     """The comparison a user asked for; a UserError names what is possible otherwise.
 
     Args:
@@ -231,7 +232,7 @@ def eager_graph_xla_decomposition(results: pd.DataFrame) -> pd.DataFrame:
         One row per TensorFlow configuration measured in all three modes.
     """
     latest = latest_per_config(results)
-    tf = latest[(latest["backend"] == "tensorflow") & (latest["runner"] == "python")]
+    tf = latest[(latest["backend"] == STUDY_BACKEND) & (latest["runner"] == "python")]
     keep = [*PAIR_KEYS, "throughput_sps", "family", "kind", "provenance"]
     merged = None
     for mode in ("eager", "graph", "xla"):

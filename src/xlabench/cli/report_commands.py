@@ -9,6 +9,7 @@ from typing import Any
 
 from xlabench.cli.commands import int_arg
 from xlabench.core import BACKEND_MODES, COMPILED_MODES, UserError
+from xlabench.core.backends import STUDY_BACKEND
 from xlabench.store import DEFAULT_DB, ResultStore
 from xlabench.store.importer import read_study_csv, split_new
 from xlabench.zoo import REGISTRY
@@ -25,7 +26,7 @@ def add_report(sub: Any) -> None:
     p = sub.add_parser("report", help="write an HTML report, PNG charts and findings.md")
     p.add_argument("--db", default=DEFAULT_DB, help="SQLite results file (default %(default)s)")
     p.add_argument("--out", default="report", help="output folder (default %(default)s)")
-    p.add_argument("--backend", default="tensorflow", choices=COMPARABLE_BACKENDS,
+    p.add_argument("--backend", default=STUDY_BACKEND, choices=COMPARABLE_BACKENDS,
                    help="whose compiled vs baseline mode is 'with and without XLA' "
                         "(default %(default)s, as the study)")
     p.add_argument("--baseline", default=None,

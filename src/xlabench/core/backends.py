@@ -157,6 +157,11 @@ BACKENDS: tuple[BackendInfo, ...] = (
 BY_NAME: MappingProxyType[str, BackendInfo] = MappingProxyType({b.name: b for b in BACKENDS})
 FRAMEWORKS: tuple[str, ...] = tuple(b.name for b in BACKENDS if b.kind == "framework")
 RUNTIMES: tuple[str, ...] = tuple(b.name for b in BACKENDS if b.kind == "runtime")
+#: The backend the 2023 study measured (TensorFlow eager against XLA): its imported rows, the
+#: report's study comparisons and its default `--backend`.
+STUDY_BACKEND = "tensorflow"
+#: The backend whose compiled cost analysis counts a model's MACs and FLOPs (runner/costs.py).
+COST_BACKEND = "jax"
 #: Each runtime's exporting Keras backend.
 EXPORT_BACKENDS: MappingProxyType[str, str] = MappingProxyType(
     {b.name: b.export_backend for b in BACKENDS if b.export_backend is not None})

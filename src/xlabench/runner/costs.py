@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.core import Costs, Record, Spec, one_line
+from xlabench.core.backends import COST_BACKEND
 from xlabench.core.child import run_child
 from xlabench.runner.isolate import WorkerJob
 from xlabench.store import ResultStore
@@ -44,7 +45,7 @@ def count_costs(spec: Spec, timeout_s: float = COSTS_TIMEOUT_S) -> dict[str, Any
         job_path.write_text(WorkerJob(spec).to_json())
         command = [sys.executable, "-m", "xlabench.runner.worker", "--costs-only",
                    str(job_path), str(out)]
-        env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "2"}
+        env = {**os.environ, "KERAS_BACKEND": COST_BACKEND, "TF_CPP_MIN_LOG_LEVEL": "2"}
         try:
             done = run_child(command, timeout_s, env=env, keep_chars=4000)
         except OSError as exc:

@@ -40,6 +40,7 @@ from xlabench.core import (
     failure,
     utc_now,
 )
+from xlabench.core.backends import COST_BACKEND
 from xlabench.measure import env as envinfo
 from xlabench.measure import interference, stats, summarize, timing
 from xlabench.measure import parity as paritylib
@@ -246,9 +247,9 @@ def costs_only(spec: Spec) -> dict[str, Any]:
 
     if os.environ.get(FAULT_ENV) == "costs":
         raise RuntimeError("injected: the cost count failed")
-    spec = dataclasses.replace(spec, backend="jax", mode="eager", precision="fp32",
+    spec = dataclasses.replace(spec, backend=COST_BACKEND, mode="eager", precision="fp32",
                                weights="random", runner="python")
-    seed_all(0, "jax")
+    seed_all(0, COST_BACKEND)
     with jax_backend.build_context(0):
         model = build_for(spec, entry_for(spec))
     return {"params": int(model.count_params()),
@@ -284,7 +285,7 @@ def read_job(path: str) -> WorkerJob:
 def main(argv: list[str]) -> int:
     if argv and argv[0] == "--costs-only":
         job = read_job(argv[1])
-        os.environ["KERAS_BACKEND"] = "jax"
+        os.environ["KERAS_BACKEND"] = COST_BACKEND
         write_json_atomic(argv[2], json.dumps(costs_only(job.spec)))
         return 0
     job, record_path = read_job(argv[0]), argv[1]

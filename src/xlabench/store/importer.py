@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.core import Costs, Record, Spec, Status, Throughput, UserError
+from xlabench.core.backends import STUDY_BACKEND
 from xlabench.store.db import ResultStore
 from xlabench.store.export import STUDY_COLUMNS
 
@@ -110,7 +111,7 @@ def _record(
     throughput = _number(row, "throughput (samples/sec)", where, positive=True)
     assert throughput is not None
     try:
-        spec = Spec(model=model, backend="tensorflow", mode="xla" if xla else "eager",
+        spec = Spec(model=model, backend=STUDY_BACKEND, mode="xla" if xla else "eager",
                     resolution=_int(row, "resolution", where), batch_size=STUDY_BATCH_SIZE)
     except UserError as exc:
         raise UserError(f"{where}: {exc}") from None
@@ -151,7 +152,7 @@ def _provenance(origin: dict[str, str], line: int, study_name: str) -> dict[str,
         **origin, "line": line, "study_model_name": study_name,
         "measured_by": "keras-xla-benchmarks study (2023), published numbers",
         "device_sync": False, "spread": None, "iterations": STUDY_ITERATIONS,
-        "batch_size": STUDY_BATCH_SIZE, "framework": "tensorflow", "precision": "fp32",
+        "batch_size": STUDY_BATCH_SIZE, "framework": STUDY_BACKEND, "precision": "fp32",
         "note": "one number per configuration: 100 iterations x batch 4 / wall time, "
                 "without device sync and without spread",
     }

@@ -225,8 +225,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # The deployment runtimes against the TensorFlow graph they are exported from: every model
     # at its own resolution, batch 1 (latency-bound serving) and 4, fp32 (all they take), on
-    # every mode of every runtime in core/backends.py, and TF eager/graph/XLA for reference. Models a converter refuses are stored as `unsupported` with the reason: that
-    # is coverage data.
+    # every mode of every runtime in core/backends.py, and TF eager/graph/XLA for reference.
+    # Models a converter refuses are stored as `unsupported` with the reason: that is coverage
+    # data.
     "runtimes": {
         "parts": ({
             "resolutions": (DEFAULT_RESOLUTION,), "batch_sizes": (1, 4),

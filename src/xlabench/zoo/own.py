@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xlabench.core.backends import FRAMEWORKS
 from xlabench.core.child import run_child
 from xlabench.core.errors import UserError
 from xlabench.core.spec import RESOLUTION_RANGE, Spec
@@ -47,7 +48,7 @@ UNSAFE_FLAG = "--unsafe-load"
 INSPECT_TIMEOUT_S = 300.0
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 #: The Keras backend the factory's model is inspected on: the first installed.
-INSPECT_BACKENDS = ("jax", "tensorflow", "torch")
+INSPECT_BACKENDS = FRAMEWORKS
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from xlabench.analysis import (
     runtime_coverage_wide,
 )
 from xlabench.analysis.deploy import BOUND_KEYS
+from xlabench.core.backends import STUDY_BACKEND
 from xlabench.report.model import PROVENANCE, SPS, Context, Finding
 from xlabench.report.tables import Bound, Column, Table
 
@@ -54,7 +55,7 @@ def deploy_finding(ctx: Context) -> Finding:
 
 
 def _summary(fastest: pd.DataFrame) -> list[str]:
-    study = fastest["backend"].eq("tensorflow") & fastest["mode"].isin(("eager", "xla")) \
+    study = fastest["backend"].eq(STUDY_BACKEND) & fastest["mode"].isin(("eager", "xla")) \
         & fastest["runner"].eq("python")
     clear = int(fastest["vs_runner_up"].eq("clear of runner-up").sum())
     contested = int((fastest["ways"] >= 2).sum())
