@@ -42,3 +42,23 @@ if(pjrt_index GREATER -1 AND EXISTS "${PJRT_PLUGIN}")
     message(FATAL_ERROR "pjrt without its module: expected 'cannot read ...', got: ${last_err}")
   endif()
 endif()
+
+# executorch: a program that is not one exits 1 with the stage and ExecuTorch's error name (the
+# runtime logs its own reason on stderr first).
+list(FIND RUNTIMES executorch executorch_index)
+if(executorch_index GREATER -1)
+  set(dir ${WORK}/executorch_corrupt_program)
+  file(MAKE_DIRECTORY ${dir})
+  # Longer than the header ExecuTorch reads first (shorter is InvalidArgument, not this check).
+  string(REPEAT "not an ExecuTorch program " 16 garbage)
+  file(WRITE ${dir}/model.pte "${garbage}")
+  file(WRITE ${dir}/input.bin "12345678")
+  file(WRITE ${dir}/artifact.json "{\"runtime\": \"executorch\", \"program\": \"model.pte\", \
+\"method\": \"forward\", \"inputs\": [{\"file\": \"input.bin\", \"shape\": [1, 2]}]}")
+  file(WRITE ${WORK}/empty_spec.json "{}")
+  expect(1 run ${dir} --spec ${WORK}/empty_spec.json)
+  if(NOT last_err MATCHES "executorch: loading program [^\n]*model.pte: Error::InvalidProgram[^\n]*\n$")
+    message(FATAL_ERROR "executorch with a corrupt program: expected 'loading program ... "
+                        "Error::InvalidProgram', got: ${last_err}")
+  endif()
+endif()

@@ -33,6 +33,7 @@ INSTALLED_SDKS = {
     "aoti": lambda: importlib.util.find_spec("torch") is not None,
     "pjrt": lambda: pjrt_plugin() is not None,
     "openvino": lambda: importlib.util.find_spec("openvino") is not None,
+    "executorch": lambda: importlib.util.find_spec("executorch") is not None,
 }
 
 
@@ -226,3 +227,56 @@ def test_openvino_ir_runs_in_the_cpp_runtime(tmp_path: Path) -> None:
     print(f"\nopenvino/compiled mobilenet_v3_small@32 b2: python "
           f"{python.throughput.median_sps:.0f} samples/s, native "
           f"{record.throughput.median_sps:.0f} samples/s")
+
+
+NEEDS_EXECUTORCH = pytest.mark.skipif(
+    "executorch" not in native.compiled_runtimes(),
+    reason="xlabench-native without executorch (run `make setup`)")
+
+
+@NEEDS_EXECUTORCH
+@pytest.mark.parametrize(("mode", "delegates"), [("basic", "none"), ("compiled", "XnnpackBackend")])
+def test_executorch_program_runs_in_the_cpp_runtime(tmp_path: Path, mode: str,
+                                                    delegates: str) -> None:
+    spec = Spec("mobilenet_v3_small", "executorch", mode, 32, batch_size=2, measure=QUICK,
+                runner="native")
+    with ResultStore(tmp_path / "r.db") as store:
+        record = run_one_process(spec, store, timeout_s=900)
+        (row,) = store.rows()
+    assert record.ok, record.error
+    assert record.spec.runner == "native" and row["spec_id"] == record.spec_id
+    info = record.backend_info
+    # Only the C++ process writes these: a silent fall back to the Python loop has none.
+    assert info["runner"] == "native" and info["native_program"] == "xlabench-native"
+    assert info["native_runtime"] == "executorch" and info["native_pid"] != os.getpid()
+    assert info["same_compiler"] is True and "Method::execute" in record.sync
+    assert info["executorch_config"]["method"] == "forward"
+    # The C++ runtime read the delegate calls the Python lowering counted, from the program.
+    meta = info["native_metadata"]
+    assert meta["delegates"] == delegates
+    assert meta["delegate_calls"] == str(info["executorch_delegate_calls"])
+    assert meta["threadpool_threads"] == str(info["threads"])
+    assert meta["version"] == info["native_version"] != "unknown"
+    assert int(meta["planned_bytes"]) > 0
+    assert record.parity is not None and record.parity.passed, record.parity
+    assert record.parity.reference_mode == "keras_eager"
+    stages = record.warmup.compile_stages_s
+    assert stages["lower"] > 0 and stages["emit"] > 0 and "native_prepare" in stages
+    assert len(record.throughput.sample_s) >= 3
+
+
+@NEEDS_EXECUTORCH
+def test_executorch_refuses_a_corrupt_program_with_one_line(tmp_path: Path) -> None:
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps({"measure": {}, "threads": 1}), encoding="utf-8")
+    artifact = tmp_path / "artifact"
+    artifact.mkdir()
+    (artifact / "input.bin").write_bytes(b"\0" * 16)
+    (artifact / "model.pte").write_bytes(b"\x00not a program\xff" * 64)
+    manifest = {"runtime": "executorch", "program": "model.pte", "method": "forward",
+                "inputs": [{"file": "input.bin", "shape": [1, 4]}]}
+    (artifact / "artifact.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(native.NativeError, match=r"exit 1: executorch: loading program .*"
+                                                 r"model.pte: Error::InvalidProgram") as caught:
+        native._native_timed_phase(artifact, spec_path, 60, 1)
+    assert "\n" not in str(caught.value)

@@ -16,6 +16,9 @@ void register_builtin_runtimes(Registry& registry) {
 #ifdef XLABENCH_WITH_OPENVINO
   register_openvino(registry);
 #endif
+#ifdef XLABENCH_WITH_EXECUTORCH
+  register_executorch(registry);
+#endif
   (void)registry;
 }
 

@@ -82,5 +82,6 @@ void register_tf_c(Registry& registry);
 void register_aoti(Registry& registry);
 void register_pjrt(Registry& registry);
 void register_openvino(Registry& registry);
+void register_executorch(Registry& registry);
 
 }  // namespace xlabench

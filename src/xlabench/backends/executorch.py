@@ -28,14 +28,22 @@ the partitioner differs:
   inside the forward, so without folding every convolution's weight is a computed tensor,
   and XNNPACK delegates a convolution only with a constant weight.
 
+Natively (`--runner native`, both modes): `export_native` writes the same .pte (same export,
+lowering and emission) and xlabench-native runs it with ExecuTorch's C++ runtime
+(native/src/runtimes/executorch.cc: Program and Method on memory planned from the method's
+MethodMeta), linked against the shared libraries of this wheel that the pybindings use too.
+
 fp32 only: ExecuTorch's XNNPACK partitioner delegates bfloat16 only for fully connected layers,
-and only when asked (`enable_bf16`); a bf16 convolution would run on the CPU kernels instead.
+and only when asked (`enable_bf16`); a bf16 convolution would run on the CPU kernels instead
+(checked with executorch 1.5.1: a bf16 conv net lowered with the default partitioner delegates
+nothing, and with `enable_bf16` its program failed to load, error 0x1).
 """
 
 from __future__ import annotations
 
 import os
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from xlabench.backends import runtime
@@ -56,6 +64,8 @@ METHOD = "forward"
 PASSES = ("default dim order for every tensor", "constant_prop_pass")
 #: The target of a delegate call in the lowered graph.
 DELEGATE_CALL = "executorch_call_delegate"
+#: The serialised program, in the worker's scratch directory (Python) or the native artifact.
+PROGRAM_FILE = "model.pte"
 
 make_input = runtime.make_input
 seed_framework = torch_backend.seed_framework  # the model is built on Keras-on-PyTorch
@@ -75,9 +85,9 @@ def environment(spec: Spec, environ: dict[str, str], scratch: str) -> dict[str, 
 
 
 def setup(spec: Spec) -> dict[str, Any]:
+    runtime.require_precision(spec)  # fp32 only: the table says why
     import keras
 
-    runtime.require_fp32(spec, "executorch", "its XNNPACK delegate takes no bf16 convolutions")
     exporter = torch_backend.setup(spec)
     return {
         "framework": "executorch",
@@ -115,20 +125,53 @@ def compile_model(model: Any, x: Any, mode: str, threads: int,
     `info`."""
     stages: dict[str, float] = {}
     info["compile_stages_s"] = stages
+    program = program_bytes(model, x, mode, stages, info)
+    with open(os.path.join(runtime.artifacts_dir(), PROGRAM_FILE), "wb") as handle:
+        handle.write(program)
+    loaded = runtime.timed(stages, "load", load, program, threads)
+    info["executorch_config"] = {**executorch_config(mode),
+                                 "threadpool_threads": threadpool_threads()}
+    return loaded
+
+
+def program_bytes(model: Any, x: Any, mode: str, stages: dict[str, float],
+                  info: dict[str, Any]) -> bytes:
+    """The .pte of `mode`: export, lower, emit (each timed into `stages`); what was delegated
+    goes to `info`, and a program that is not what `mode` says is refused."""
     exported = runtime.timed(stages, "export", export, model, x)
     lowered = runtime.timed(stages, "lower", lower, exported, mode)
     info.update(lowered_ops(lowered))
     check_delegation(mode, info["executorch_delegate_calls"])
-    program = runtime.timed(stages, "emit", lambda: lowered.to_executorch().buffer)
-    path = os.path.join(runtime.artifacts_dir(), "model.pte")
-    with open(path, "wb") as handle:
-        handle.write(program)
+    program: bytes = runtime.timed(stages, "emit", lambda: lowered.to_executorch().buffer)
     info["pte_bytes"] = len(program)
-    loaded = runtime.timed(stages, "load", load, program, threads)
-    info["executorch_config"] = {
-        "partitioner": PARTITIONER[mode], "delegate": DELEGATE[mode], "passes": list(PASSES),
-        "method": METHOD, "threadpool_threads": threadpool_threads()}
-    return loaded
+    return program
+
+
+def executorch_config(mode: str) -> dict[str, Any]:
+    return {"partitioner": PARTITIONER[mode], "delegate": DELEGATE[mode],
+            "passes": list(PASSES), "method": METHOD}
+
+
+def export_native(spec: Spec, model: Any, x: Any, out_dir: Path,
+                  threads: int) -> dict[str, Any]:
+    """executorch: the .pte the mode's Python run loads, from the same export, lowering and
+    emission (`base.NativeExporter`); xlabench-native loads it with ExecuTorch's C++ runtime
+    (Program and Method, the same library the Python runtime wraps) on a threadpool of
+    `threads` threads. Its input is the batch `x` (float32, default dim order: see PASSES).
+    """
+    stages: dict[str, float] = {}
+    info: dict[str, Any] = {}
+    try:
+        program = program_bytes(model, x, spec.mode, stages, info)
+    except runtime.ConversionError as exc:
+        raise runtime.ConversionError(f"{spec.backend} {exc}") from exc
+    (out_dir / PROGRAM_FILE).write_bytes(program)
+    return {
+        "program": PROGRAM_FILE, "method": METHOD, "stages_s": stages,
+        "info": {"artifact": "ExecuTorch program (.pte)", "artifact_bytes": len(program),
+                 "executorch_config": executorch_config(spec.mode),
+                 "same_compiler": True, **info},
+    }
 
 
 def export(model: Any, x: Any) -> Any:
