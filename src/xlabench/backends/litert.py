@@ -14,8 +14,10 @@ Which mode really ran is checked, not assumed: a delegate applied to the graph s
 `DELEGATE` node in the interpreter (`backend_info.litert_delegate_nodes`); `basic` with one, or
 `compiled` without one, is refused rather than measured as the other mode.
 
-Keras' LiteRT export of an fp32 model is float32 throughout (no quantisation asked for), so
-fp32 is the only precision here.
+Keras' LiteRT export of an fp32 model is float32 throughout (no quantisation asked for). fp32
+only (the table's precision_note): TFLiteConverter makes no bf16 model (`supported_types =
+[tf.bfloat16]` converts to float32, a bfloat16 graph is refused as an unsupported input type),
+and its fp16 option stores fp16 weights that the CPU kernels dequantise and compute in f32.
 """
 
 from __future__ import annotations
@@ -45,10 +47,10 @@ peak_device_memory_mb = runtime.peak_device_memory_mb
 
 
 def setup(spec: Spec) -> dict[str, Any]:
+    runtime.require_precision(spec)  # fp32 only: the table says why
     import ai_edge_litert
     import tensorflow as tf
 
-    runtime.require_fp32(spec, "litert", "Keras' LiteRT export of a float32 model, no quantisation")
     return {
         "framework": "litert",
         "framework_version": ai_edge_litert.__version__,

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from xlabench.backends import tensorflow as tf_backend
 from xlabench.backends.base import ConversionError, Runner, keras_input
+from xlabench.core.backends import precision_problem
 from xlabench.core.spec import REFERENCE_MODE, Spec
 
 #: Keras backend that builds, traces and exports the model for every runtime.
@@ -78,10 +79,11 @@ def is_reference(mode: str) -> bool:
     return mode == REFERENCE_MODE
 
 
-def require_fp32(spec: Spec, backend: str, why: str) -> None:
-    """One line for a precision a runtime backend does not take."""
-    if spec.precision != "fp32":
-        raise ConversionError(f"{backend} runs fp32 only ({why}), not {spec.precision!r}")
+def require_precision(spec: Spec) -> None:
+    """One line for a precision a runtime backend does not take (its table entry says why)."""
+    problem = precision_problem(spec.backend, spec.precision)
+    if problem:
+        raise ConversionError(problem)
 
 
 def compiled_on_first_call(
