@@ -147,3 +147,37 @@ def test_the_latency_bound_changes_the_pick(page: Any, tmp_path: Path) -> None:
     assert deploy.evaluate(LATENCY_PICKS) == []
     deploy.close()
     assert problems == []
+
+
+DEPLOY_TABLES = """() => Array.from(document.querySelectorAll('#deploy .table-wrap')).map(
+    wrap => ({title: wrap.previousElementSibling.textContent,
+              rows: Array.from(wrap.querySelectorAll('tbody tr')).filter(tr => !tr.hidden)
+                  .map(tr => Array.from(tr.children).map(td => td.textContent))}))"""
+
+
+def test_the_deployment_section_opens_with_the_server_rate(page: Any, tmp_path: Path) -> None:
+    """Scenario and bf16 results (tests/report/scenario_records.py): the page shows the
+    Server table first, with the cells Python computed from the stored results."""
+    from tests.report.scenario_records import scenario_records
+    from tests.report.test_analysis import frame
+    from xlabench.report.findings.deploy import deploy_finding
+    from xlabench.report.html import html_page
+    from xlabench.report.model import Context
+
+    results = frame(scenario_records())
+    finding = deploy_finding(Context(results, ReportOptions(), results.iloc[:0], None, None))
+    html = tmp_path / "scenarios.html"
+    html.write_text(html_page([finding], [], "scenarios"), encoding="utf-8")
+    deploy = page.context.new_page()
+    problems: list[str] = []
+    deploy.on("pageerror", lambda e: problems.append(str(e)))
+    deploy.goto(html.as_uri())
+    deploy.wait_for_selector("body[data-rendered='1']", timeout=60_000)
+    shown = deploy.evaluate(DEPLOY_TABLES)
+    deploy.close()
+    assert [t["title"] for t in shown[:5]] == [t.title for t in finding.tables[:5]]
+    assert shown[0]["title"] == "Highest Server rate with p99 within the bound"
+    for on_page, table in zip(shown[:5], finding.tables[:5], strict=True):
+        assert on_page["rows"] == table.cells(), table.title
+    assert shown[0]["rows"][0][4] == "openvino/compiled bf16"
+    assert problems == []

@@ -311,9 +311,12 @@ def test_one_result_id_for_two_results_is_refused(tmp_path: Path, two_machines) 
 
 # ------------------------------------------------------------------------- old schemas
 def _as_schema_3(path: Path) -> None:
-    """Turn a v4 database into what schema 3 wrote: no v4 columns, no merges, no db id."""
+    """Turn a current database into what schema 3 wrote: no v4 or v5 columns, no merges, no
+    db id."""
     conn = sqlite3.connect(path)
     conn.executescript(
+        "ALTER TABLE results DROP COLUMN scenario; ALTER TABLE results DROP COLUMN "
+        "scenario_figure; ALTER TABLE combined_results DROP COLUMN scenario;"
         "DROP INDEX results_label; DROP TABLE merges;"
         "ALTER TABLE results DROP COLUMN device; ALTER TABLE results DROP COLUMN label;"
         "ALTER TABLE results DROP COLUMN origin_db;"
@@ -430,7 +433,7 @@ BAD = {
     "truncated": (_truncated, "bad.db is not an xlabench database (database disk image"),
     "corrupt page": (_corrupt_page, "bad.db is damaged (Page "),
     "foreign sqlite": (_foreign, "not an xlabench database"),
-    "newer schema": (_newer, "newer xlabench (schema 99 > 4)"),
+    "newer schema": (_newer, "newer xlabench (schema 99 > 5)"),
 }
 
 

@@ -12,7 +12,7 @@ import pytest
 from xlabench.backends import load, runtime
 from xlabench.backends import openvino as ov_backend
 from xlabench.backends.base import Backend
-from xlabench.core import BACKENDS, BackendInfo, Spec
+from xlabench.core import BACKENDS, BackendInfo, Spec, UserError
 
 #: What every backend module provides (the `Backend` protocol's members).
 PROTOCOL = sorted({*Backend.__annotations__, *(n for n in vars(Backend) if not n.startswith("_"))})
@@ -81,7 +81,7 @@ def test_openvino_fp32_spec_reports_f32() -> None:
     reported = ov_backend.reported_properties(_compiled(config))
     assert reported["INFERENCE_PRECISION_HINT"] == "f32"
     assert reported["INFERENCE_NUM_THREADS"] == "1" and reported["NUM_STREAMS"] == "1"
-    ov_backend._check_precision(reported, config)  # agrees: no error
+    assert ov_backend._check_precision(reported, config) == "fp32"  # agrees: no error
 
 
 def test_openvino_running_bf16_for_an_fp32_spec_is_refused() -> None:
@@ -91,8 +91,17 @@ def test_openvino_running_bf16_for_an_fp32_spec_is_refused() -> None:
         reported = ov_backend.reported_properties(_compiled({"INFERENCE_PRECISION_HINT": "bf16"}))
     if reported["INFERENCE_PRECISION_HINT"] != "bf16":
         pytest.skip("this CPU has no bf16 inference in OpenVINO")
-    with pytest.raises(runtime.ConversionError, match="precision bf16, asked f32"):
+    with pytest.raises(UserError, match="precision bf16, asked f32"):
         ov_backend._check_precision(reported, ov_backend.compile_config("fp32", threads=1))
+
+
+def test_openvino_bf16_spec_executes_bf16_or_is_refused() -> None:
+    """A bf16 hint on a CPU without bf16 compiles f32: refused, never timed as bf16."""
+    config = ov_backend.compile_config("bf16", threads=1)
+    assert config["INFERENCE_PRECISION_HINT"] == "bf16"
+    assert ov_backend._check_precision({"INFERENCE_PRECISION_HINT": "bf16"}, config) == "bf16"
+    with pytest.raises(UserError, match="precision f32, asked bf16"):
+        ov_backend._check_precision({"INFERENCE_PRECISION_HINT": "f32"}, config)
 
 
 def test_iree_is_a_runtime_exported_by_keras_on_jax() -> None:
@@ -214,3 +223,47 @@ def test_litert_delegation_is_visible_in_the_interpreter_and_guarded(tmp_path) -
         litert.check_delegation("basic", 1)
     with pytest.raises(runtime.ConversionError, match="XNNPACK took no part"):
         litert.check_delegation("compiled", 0)
+
+
+def test_openvino_one_stream_config_is_the_latency_one() -> None:
+    """The timed loop, single-stream and the native export keep exactly this config."""
+    assert ov_backend.compile_config("fp32", threads=2) == {
+        "INFERENCE_PRECISION_HINT": "f32", "EXECUTION_MODE_HINT": "PERFORMANCE",
+        "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1", "INFERENCE_NUM_THREADS": "2"}
+    streams = ov_backend.compile_config("bf16", threads=2, streams=2)
+    assert streams["PERFORMANCE_HINT"] == "THROUGHPUT" and streams["NUM_STREAMS"] == "2"
+    assert streams["INFERENCE_PRECISION_HINT"] == "bf16"
+
+
+def test_openvino_fewer_streams_than_asked_is_refused() -> None:
+    """One thread for two streams: the plugin compiles one stream, which must not pass as
+    two; the 1-stream config is never refused for it."""
+    config = ov_backend.compile_config("fp32", threads=1, streams=2)
+    reported = ov_backend.reported_properties(_compiled(config))
+    assert reported["NUM_STREAMS"] == "1"
+    with pytest.raises(UserError, match=r"compiled 1 stream\(s\), asked 2 .* at least 2 CPUs"):
+        ov_backend._check_streams(reported, config)
+    one = ov_backend.compile_config("fp32", threads=1)
+    ov_backend._check_streams(ov_backend.reported_properties(_compiled(one)), one)
+
+
+def test_openvino_runners_share_one_compiled_model_with_a_request_each() -> None:
+    """make_runners(n=2) on a real (tiny Keras) model: one compile, into the first runner's
+    info, two distinct infer requests, same outputs as the 1-stream runner."""
+    pytest.importorskip("tensorflow")
+    if runtime.cpu_count() < 2:
+        pytest.skip("two streams need two CPUs")
+    import keras
+
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
+    x = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
+    runners = ov_backend.make_runners(model, "compiled", x, 2)
+    outputs = [runner.step() for runner in (runners[1], runners[0], runners[1])]
+    info = runners[0].info
+    assert info["openvino_properties"]["NUM_STREAMS"] == "2" and "compile_stages_s" in info
+    assert info["openvino_properties"]["PERFORMANCE_HINT"] == "THROUGHPUT"
+    assert "openvino_config" not in runners[1].info
+    (single,) = ov_backend.make_runners(model, "compiled", x, 1)
+    for out in outputs:
+        np.testing.assert_allclose(out[0], single.step()[0], rtol=1e-5, atol=1e-5)
+    assert single.info["openvino_properties"]["NUM_STREAMS"] == "1"

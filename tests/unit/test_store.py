@@ -175,7 +175,7 @@ def test_a_schema_1_database_loads_as_results_of_one_process(
     path = tmp_path / "v1.db"
     old = _v1_database(path, record_factory)
     with ResultStore(path) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 4
+        assert store.schema_version() == SCHEMA_VERSION == 5
         assert store.get_peaks("e1") == {}  # v3 table made by the migration
         assert len(store.db_id()) == 16  # v4: the database has an id
         (device,) = store.rows()

@@ -30,6 +30,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
                "stage_column"),
     "ranking": ("RankRule", "rank"),
     "result_rows": ("latest_per_config",),
+    "scenarios": (
+        "batching_gains", "offline_throughputs", "precision_pairs", "scenario_results",
+        "server_rates", "single_stream_latencies",
+    ),
     "speedup": (
         "Comparison", "break_even_batches", "comparison_for", "default_slice",
         "eager_graph_xla_decomposition", "family_rule", "most_common", "speedup_by_family",

@@ -22,6 +22,12 @@ against a threshold t (DEFAULT_THRESHOLD):
                   or compare results measured interleaved in one sweep (paired)
     insufficient data   either side failed or has fewer than two processes
 
+A LoadGen scenario result pairs only with the same scenario and settings (they are part of
+the spec id). Its stored figure is a rate, higher is faster (`core.scenario`), so ratio and
+verdict read the same way for every result: a single-stream ratio of 1.25 is the baseline's
+p90 over the new one's (the new p90 is 20% lower: faster). Each side's figure is also given
+in the scenario's own unit (`figure`, `unit`).
+
 Databases are opened read-only and never created, migrated or written.
 """
 
@@ -38,8 +44,10 @@ from typing import Any
 
 from xlabench.core import UserError
 from xlabench.core.result import Result
+from xlabench.core.scenario import FIGURES, Scenario
 from xlabench.measure.combine import RatioInterval, between_runs_known, result_ratio
 from xlabench.store.db import require_sqlite_header
+from xlabench.store.scenario_rows import figure_interval
 from xlabench.store.schema import APPLICATION, SCHEMA_VERSION
 
 #: A ratio counts as a change only beyond ±5%: below that, re-runs of the same software on a
@@ -51,7 +59,10 @@ VERDICTS = (FASTER, SLOWER, SAME, INCONCLUSIVE, INSUFFICIENT)
 #: What of a process's stored environment is compared between the sides (beside every package
 #: version and every result-changing flag).
 ENV_KEYS = ("accelerator", "cpu_model", "cpu_threads", "python", "os")
-SPEC_KEYS = ("model", "backend", "mode", "resolution", "batch_size", "precision", "runner")
+SPEC_KEYS = ("model", "backend", "mode", "resolution", "batch_size", "precision", "runner",
+             "scenario", "latency_bound_ms")
+#: The timed loop's figure: what a result without a scenario is measured in.
+TIMED_LOOP_UNIT = "samples/s"
 
 
 def check_threshold(value: float, what: str = "threshold") -> float:
@@ -177,8 +188,11 @@ def _read_side(conn: sqlite3.Connection, side: Side) -> SideResults:
     processes: dict[str, list[tuple[Any, ...]]] = {}
     wanted = {result_id for result_id, _, _ in latest.values()}
     result_id_column = "result_id" if "result_id" in process_columns else "NULL"  # v1: none
+    # the scenario from the record's spec: a database of any schema has it there
     sql = (f"SELECT id, {result_id_column}, env_id, model, backend, mode, resolution, batch_size, "
-           "precision, json_extract(record_json, '$.spec.runner'), created_at, "
+           "precision, json_extract(record_json, '$.spec.runner'), "
+           "json_extract(record_json, '$.spec.scenario'), "
+           "json_extract(record_json, '$.spec.scenario_settings.latency_bound_ms'), created_at, "
            "json_extract(record_json, '$.duration_s') FROM results "
            f"WHERE 1 = 1{where}")
     for row in conn.execute(sql, params):
@@ -197,6 +211,10 @@ def _read_side(conn: sqlite3.Connection, side: Side) -> SideResults:
         spec = {key: (first[3 + i] if first else None) for i, key in enumerate(SPEC_KEYS)}
         if first is not None and spec["runner"] is None:
             spec["runner"] = "python"
+        if first is not None:
+            spec["scenario"] = spec["scenario"] or ""
+        if spec["scenario"] != Scenario.SERVER:  # the bound means something to Server only
+            spec["latency_bound_ms"] = None
         chosen[spec_id] = Chosen(result, sweep_id, spec, _span(rows),
                                  tuple(sorted({r[2] for r in rows})) or (result.env_id,))
     resolved = Side(side.db, side.label, filters.get("env_id"))  # a prefix: the whole id
@@ -240,11 +258,11 @@ def _span(rows: Sequence[tuple[Any, ...]]) -> tuple[datetime, datetime] | None:
     starts, ends = [], []
     for row in rows:
         try:
-            start = datetime.fromisoformat(str(row[10]))
+            start = datetime.fromisoformat(str(row[12]))
         except ValueError:
             continue
         starts.append(start)
-        ends.append(start + timedelta(seconds=float(row[11] or 0.0)))
+        ends.append(start + timedelta(seconds=float(row[13] or 0.0)))
     if not starts:
         return None
     try:
@@ -287,10 +305,20 @@ class Pair:
     def effect(self) -> float:
         return abs(math.log(self.estimate)) if self.estimate else 0.0
 
+    @property
+    def scenario(self) -> str:
+        return str(self.spec.get("scenario") or "")
+
+    @property
+    def unit(self) -> str:
+        return FIGURES[Scenario(self.scenario)].unit if self.scenario else TIMED_LOOP_UNIT
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "spec_id": self.spec_id, **{key: self.spec.get(key) for key in SPEC_KEYS},
-            "baseline": _side_figures(self.baseline), "new": _side_figures(self.new),
+            "unit": self.unit,
+            "baseline": _side_figures(self.baseline, self.scenario),
+            "new": _side_figures(self.new, self.scenario),
             "ratio": self.estimate,
             "ratio_low": self.ratio.ratio_low if self.ratio else None,
             "ratio_high": self.ratio.ratio_high if self.ratio else None,
@@ -299,9 +327,15 @@ class Pair:
         }
 
 
-def _side_figures(result: Result) -> dict[str, Any]:
+def _side_figures(result: Result, scenario: str = "") -> dict[str, Any]:
+    """A side's stored figure: `sps` and its interval as stored (a scenario's: its rate,
+    higher is faster), and `figure` with its interval in the pair's unit."""
+    figure: tuple[float | None, ...] = (result.median_sps, result.ci_low_sps, result.ci_high_sps)
+    if scenario:
+        figure = figure_interval(scenario, *figure)
     return {"sps": result.median_sps, "ci_low": result.ci_low_sps,
-            "ci_high": result.ci_high_sps, "k": result.k, "status": result.status,
+            "ci_high": result.ci_high_sps, "figure": figure[0], "figure_ci_low": figure[1],
+            "figure_ci_high": figure[2], "k": result.k, "status": result.status,
             "flagged": result.flagged}
 
 

@@ -45,7 +45,7 @@ _NO_INTERVAL = {
 }
 
 
-def _passed_parity(frame: pd.DataFrame) -> pd.Series:
+def passed_parity(frame: pd.DataFrame) -> pd.Series:
     """Parity passed, or the run is its backend's own reference (eager has nothing to compare
     against). A runtime's first mode is not its reference (Keras eager is), so it must pass."""
     reference = [m == BACKEND_MODES.get(b, ("",))[0] and b not in RUNTIME_BACKENDS
@@ -59,7 +59,7 @@ def deploy_candidates(results: pd.DataFrame) -> pd.DataFrame:
     """Latest local ok results (processes combined) that passed parity, with a `way` label."""
     latest = latest_per_config(results)
     local = latest[latest["origin"] == "local"]
-    chosen = local[_passed_parity(local)] if not local.empty else local
+    chosen = local[passed_parity(local)] if not local.empty else local
     way = [f"{b}/{m} {p}" + (" native" if r == "native" else "") for b, m, p, r in zip(
         chosen["backend"], chosen["mode"], chosen["precision"], chosen["runner"], strict=True)]
     return chosen.assign(way=pd.Series(way, index=chosen.index, dtype=object))

@@ -22,6 +22,11 @@ Derived columns (beside every flat column of `results` and its `id`):
         export, package, native_load, native_prepare), {} where none were stored.
     same_compiler: native records: whether xlabench-native runs the compiler the Python
         runner of the same configuration runs (True, False), None where not recorded.
+    scenario_outcome: a LoadGen scenario record's outcome as stored (`core.scenario.
+        ScenarioOutcome` as a dict: figure, batching, LoadGen's summary), None for the timed
+        loop; scenario_settings: its spec's scenario settings as canonical JSON ("" for the
+        timed loop): with `scenario`, what besides the precision makes two results alike.
+    parity_rtol: the tolerance the parity check judged against (bf16 has a wider one).
 Each row is one worker process; `result_rows.latest_per_config` combines a result's processes.
 """
 
@@ -80,7 +85,8 @@ def results_frame(rows: Iterable[dict[str, Any]], peaks: Peaks | None = None,
         row["figure"] = figures.get(row.get("result_id") or "")
     columns = ["id", *(name for name, _ in _FLAT), "steps_per_sample", "sample_s", "misbuilt",
                "ci_confidence", "runner", "compile_stages_s", "machine_id", "software_id",
-               "same_compiler", "figure", "cpu_threads"]
+               "same_compiler", "figure", "cpu_threads", "scenario_outcome",
+               "scenario_settings", "parity_rtol"]
     frame = pd.DataFrame(flat_rows, columns=columns)
     frame = _typed(frame)
     return _with_peaks(_derive(frame), peaks or {})
@@ -123,13 +129,19 @@ def _flatten(row: dict[str, Any]) -> dict[str, Any]:
     flat["same_compiler"] = (record.get("backend_info") or {}).get("same_compiler")
     threads = (record.get("env") or {}).get("cpu_threads")
     flat["cpu_threads"] = threads if isinstance(threads, int | float) and threads else None
+    spec = record.get("spec") or {}
+    flat["scenario_outcome"] = record.get("scenario")
+    flat["scenario_settings"] = (json.dumps(spec.get("scenario_settings") or {}, sort_keys=True)
+                                 if spec.get("scenario") else "")
+    flat["parity_rtol"] = (record.get("parity") or {}).get("rtol")
     return flat
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     """SQL types to pandas ones, so an empty db gives the same dtypes as a full one."""
     types: dict[str, Any] = {"id": "int64", "steps_per_sample": "float64",
-                             "ci_confidence": "float64", "cpu_threads": "float64"}
+                             "ci_confidence": "float64", "cpu_threads": "float64",
+                             "parity_rtol": "float64"}
     for name, kind in _FLAT:
         if kind.startswith("REAL") or kind == "INTEGER":
             types[name] = "float64"  # nullable numbers: NaN marks "not measured"

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from xlabench.core.backends import model_precision
 from xlabench.core.spec import Spec
 
 OOM_MARKERS = ("resource_exhausted", "resourceexhausted", "out of memory", "outofmemory", "oom ")
@@ -56,8 +57,10 @@ class Backend(Protocol):
     def peak_device_memory_mb(self) -> float | None:
         """Peak memory the framework allocated on the accelerator, or None on the CPU."""
 
-    # Optional: seed_framework(seed) seeds the framework's own generator (`seed_all`), and
-    # export_native (`NativeExporter`) where the table gives the backend native runtimes.
+    # Optional: seed_framework(seed) seeds the framework's own generator (`seed_all`),
+    # export_native (`NativeExporter`) where the table gives the backend native runtimes, and
+    # make_runners(model, mode, x, n) where its table entry runs LoadGen scenarios on more than
+    # one thread (`scenario_concurrency` > 1): n runners of one compiled model, one per thread.
 
 
 class NativeExporter(Protocol):
@@ -79,6 +82,19 @@ class NativeExporter(Protocol):
         """
 
 
+def make_runners(backend: Any, model: Any, mode: str, x: Any, n: int) -> list[Runner]:
+    """`n` runners that may step at the same time, one per LoadGen thread: the backend
+    module's `make_runners`, or its one runner where `n` is 1."""
+    own = getattr(backend, "make_runners", None)
+    if own is not None:
+        runners: list[Runner] = own(model, mode, x, n)
+        return runners
+    if n > 1:
+        raise ValueError(f"{backend.__name__} has no make_runners: it runs one query batch at a "
+                         f"time, not {n}")
+    return [backend.make_runner(model, mode, x)]
+
+
 def package_version(package: str, missing: str = "missing") -> str:
     """The installed version of distribution `package`, or `missing`."""
     try:
@@ -94,8 +110,9 @@ def is_oom(exc: BaseException) -> bool:
 
 
 def input_dtype(spec: Spec) -> str:
-    """bf16 feeds bfloat16; fp32 and mixed feed float32 (mixed casts inside the layers)."""
-    return "bfloat16" if spec.precision == "bf16" else "float32"
+    """A bf16 model is fed bfloat16; fp32 and mixed ones float32 (mixed casts inside the
+    layers), as is a runtime's fp32 model whatever precision the runtime executes."""
+    return "bfloat16" if model_precision(spec.backend, spec.precision) == "bf16" else "float32"
 
 
 def keras_input(spec: Spec) -> Any:

@@ -7,22 +7,41 @@ tf.function, as `model.export(format="openvino")` does on TensorFlow), `convert`
 (`Core.compile_model(..., "CPU")`). Every result-changing knob is set, and what the compiled
 model reports back is recorded: this CPU's default inference precision is bf16, so an fp32
 spec that did not say so would silently compare different arithmetic.
+
+Precision: the Keras model is always the fp32 one (the table's `model_precision`: a deployer
+converts the fp32 model), saved as fp32 IR; the spec's precision is the inference precision
+hint (fp32 -> f32, bf16 -> bf16), and parity is checked against Keras eager fp32 at the
+spec's tolerance. The precision the compiled model reports is stored as
+`backend_info.executed_precision`; one other than asked is refused (a CPU without bf16 support
+compiles f32 under a bf16 hint: never timed under a bf16 label).
+
+Concurrency: the timed loop and single-stream run one infer request on a 1-stream, LATENCY-hint
+compiled model. Offline and server run the table's `scenario_concurrency` LoadGen threads
+(`make_runners`): one compiled model with the THROUGHPUT hint and that many streams (the
+worker's CPUs shared among them), one infer request per thread. A model compiled with fewer
+streams than asked (the plugin lowers NUM_STREAMS to the threads it has) is refused: its
+requests would queue on one stream under a label that says they ran side by side.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from xlabench.backends import runtime
 from xlabench.backends.base import Runner
+from xlabench.core.errors import UserError
 from xlabench.core.spec import Spec
 
 SYNC = runtime.SYNC
 DEVICE = "CPU"
 #: OpenVINO's name for the element type each spec precision asks for.
 INFERENCE_PRECISION = {"fp32": "f32", "bf16": "bf16"}
+#: The spec precision of each element type the compiled model may report.
+EXECUTED_PRECISION = {hint: precision for precision, hint in INFERENCE_PRECISION.items()}
 #: Properties read back from the compiled model and stored with the record.
 REPORTED = ("INFERENCE_PRECISION_HINT", "EXECUTION_MODE_HINT", "PERFORMANCE_HINT",
             "NUM_STREAMS", "INFERENCE_NUM_THREADS", "ENABLE_CPU_PINNING",
@@ -38,11 +57,9 @@ _PRECISION: list[str] = []  # the spec's precision, set by setup (make_runner ge
 
 
 def setup(spec: Spec) -> dict[str, Any]:
+    runtime.require_precision(spec)
     import openvino as ov
 
-    if spec.precision not in INFERENCE_PRECISION:
-        raise runtime.ConversionError(
-            f"openvino runs fp32 or bf16 specs, not {spec.precision!r}")
     _PRECISION[:] = [spec.precision]
     return {
         "framework": "openvino",
@@ -52,16 +69,18 @@ def setup(spec: Spec) -> dict[str, Any]:
     }
 
 
-def compile_config(precision: str, threads: int) -> dict[str, Any]:
-    """The knobs we set (strings, as OpenVINO's property names take them)."""
+def compile_config(precision: str, threads: int, streams: int = 1) -> dict[str, Any]:
+    """The knobs we set (strings, as OpenVINO's property names take them). One stream: the
+    timed loop's, single-stream's and the native export's; more: `make_runners`'."""
     return {
         "INFERENCE_PRECISION_HINT": INFERENCE_PRECISION[precision],
         # ACCURACY would override the precision hint; PERFORMANCE lets the hint decide.
         "EXECUTION_MODE_HINT": "PERFORMANCE",
-        # One synchronous request per step, as every other backend: latency-style execution.
-        "PERFORMANCE_HINT": "LATENCY",
-        "NUM_STREAMS": "1",
-        "INFERENCE_NUM_THREADS": str(threads),
+        # One synchronous request per step, as every other backend: latency-style execution;
+        # several streams (one request each, stepping at once) are throughput-style.
+        "PERFORMANCE_HINT": "LATENCY" if streams == 1 else "THROUGHPUT",
+        "NUM_STREAMS": str(streams),
+        "INFERENCE_NUM_THREADS": str(threads),  # all the worker's CPUs, shared by the streams
     }
 
 
@@ -69,39 +88,72 @@ def make_runner(model: Any, mode: str, x: Any) -> Runner:
     if runtime.is_reference(mode):
         return runtime.reference_runner(model, x)
     precision = _PRECISION[0] if _PRECISION else "fp32"
-    host_x = runtime.host_input(x)
     return runtime.compiled_on_first_call(  # export, convert, save, read, compile; each timed
-        lambda info: compile_model(model, x, precision, runtime.cpu_count(), info),
-        lambda request: list(request.infer({0: host_x}, share_inputs=True).values()))
+        lambda info: compile_model(model, x, precision, runtime.cpu_count(),
+                                   info).create_infer_request(),
+        _infer(runtime.host_input(x)))
 
 
-def compile_model(model: Any, x: Any, precision: str, threads: int,
-                  info: dict[str, Any]) -> Any:
-    """An infer request of the compiled model; stages and reported properties go to `info`."""
+def make_runners(model: Any, mode: str, x: Any, n: int) -> list[Runner]:
+    """`n` runners that step at the same time (LoadGen's threads): infer requests of one
+    model compiled with `n` streams. The first runner to step compiles (timed as its first
+    call) into the first runner's info, which the worker reads; the others' first steps only
+    create their request."""
+    if n == 1:
+        return [make_runner(model, mode, x)]
+    if runtime.is_reference(mode):
+        raise ValueError(f"the parity reference runs one batch at a time, not {n}")
+    precision = _PRECISION[0] if _PRECISION else "fp32"
+    runners: list[Runner] = []
+    compiled: list[Any] = []
+    lock = threading.Lock()  # runners may take their first step at once: compile only once
+
+    def infer_request(_info: dict[str, Any]) -> Any:
+        with lock:
+            if not compiled:
+                compiled.append(compile_model(model, x, precision, runtime.cpu_count(),
+                                              runners[0].info, streams=n))
+        return compiled[0].create_infer_request()
+
+    run = _infer(runtime.host_input(x))
+    runners.extend(runtime.compiled_on_first_call(infer_request, run) for _ in range(n))
+    return runners
+
+
+def _infer(host_x: Any) -> Callable[[Any], list[Any]]:
+    """One synchronous inference of an infer request on the preloaded batch."""
+    return lambda request: list(request.infer({0: host_x}, share_inputs=True).values())
+
+
+def compile_model(model: Any, x: Any, precision: str, threads: int, info: dict[str, Any],
+                  streams: int = 1) -> Any:
+    """The compiled model; stages and reported properties go to `info`."""
     import openvino as ov
 
     stages: dict[str, float] = {}
     info["compile_stages_s"] = stages
     _, concrete = runtime.timed(stages, "export", runtime.trace, model, x)
-    return compile_traced(concrete, precision, threads, info, stages, ov)
+    return compile_traced(concrete, precision, threads, info, stages, ov, streams)
 
 
 def compile_traced(concrete: Any, precision: str, threads: int, info: dict[str, Any],
-                   stages: dict[str, float], ov: Any) -> Any:
-    """convert -> save -> read -> compile of a traced function (shared with the zoo test)."""
+                   stages: dict[str, float], ov: Any, streams: int = 1) -> Any:
+    """convert -> save -> read -> compile of a traced function (shared with the zoo test);
+    the compiled model."""
     ov_model = runtime.timed(stages, "convert", _convert, concrete, info, ov)
     path = os.path.join(runtime.artifacts_dir(), "model.xml")
     runtime.timed(stages, "save", ov.save_model, ov_model, path, compress_to_fp16=False)
     core = ov.Core()
     read = runtime.timed(stages, "read", core.read_model, path)
-    config = compile_config(precision, threads)
+    config = compile_config(precision, threads, streams)
     compiled = runtime.timed(stages, "compile", core.compile_model, read, DEVICE, config)
     info["openvino_config"] = config
     info["openvino_properties"] = reported_properties(compiled)
     info["ir_weight_types"] = sorted({op.get_element_type().get_type_name() for op in read.get_ops()
                                       if op.get_type_name() == "Constant"})
-    _check_precision(info["openvino_properties"], config)
-    return compiled.create_infer_request()
+    info["executed_precision"] = _check_precision(info["openvino_properties"], config)
+    _check_streams(info["openvino_properties"], config)
+    return compiled
 
 
 def convert_and_run(model: Any, x: Any, threads: int, tf_graph: Any) -> list[Any]:
@@ -109,7 +161,7 @@ def convert_and_run(model: Any, x: Any, threads: int, tf_graph: Any) -> list[Any
     (backends/coverage.py: can OpenVINO take this model?)."""
     import openvino as ov
 
-    request = compile_traced(tf_graph()[1], "fp32", threads, {}, {}, ov)
+    request = compile_traced(tf_graph()[1], "fp32", threads, {}, {}, ov).create_infer_request()
     return list(request.infer({0: runtime.host_input(x)}).values())
 
 
@@ -179,10 +231,22 @@ def reported_properties(compiled: Any) -> dict[str, str]:
     return reported
 
 
-def _check_precision(reported: dict[str, str], config: dict[str, Any]) -> None:
-    """Refuse to measure arithmetic other than the one asked for."""
+def _check_precision(reported: dict[str, str], config: dict[str, Any]) -> str:
+    """The spec precision the compiled model executes; arithmetic other than the one asked
+    for is refused (e.g. a bf16 hint on a CPU without bf16: the plugin compiles f32)."""
     got = reported.get("INFERENCE_PRECISION_HINT", "").lower()
     wanted = config["INFERENCE_PRECISION_HINT"]
     if got != wanted:
-        raise runtime.ConversionError(
-            f"OpenVINO compiled for inference precision {got or 'unknown'}, asked {wanted}")
+        raise UserError(f"OpenVINO compiled for inference precision {got or 'unknown'}, asked "
+                        f"{wanted}: this CPU does not run {wanted} here, so it is not measured")
+    return EXECUTED_PRECISION[got]
+
+
+def _check_streams(reported: dict[str, str], config: dict[str, Any]) -> None:
+    """Refuse fewer streams than asked: with 2 streams on a 1-CPU worker the plugin compiles
+    1, and the runners' requests would take turns on it."""
+    got, wanted = reported.get("NUM_STREAMS", "unknown"), config["NUM_STREAMS"]
+    if got != wanted:
+        raise UserError(f"OpenVINO compiled {got} stream(s), asked {wanted} with "
+                        f"INFERENCE_NUM_THREADS {config['INFERENCE_NUM_THREADS']}: give the "
+                        f"worker at least {wanted} CPUs")

@@ -10,21 +10,39 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.backends import missing_framework
-from xlabench.cli.tables import format_result, format_table, models_output, result_rows
+from xlabench.cli.tables import (
+    format_result,
+    format_table,
+    models_output,
+    result_rows,
+    with_scenario_columns,
+)
 from xlabench.core import BACKEND_MODES, PRECISIONS, WEIGHTS, MeasureSettings, Spec, UserError
+from xlabench.core.backends import precision_problem
 from xlabench.core.result import ResultPolicy
+from xlabench.core.scenario import (
+    DEFAULT_BATCH_WAIT_MS,
+    DEFAULT_LATENCY_BOUND_MS,
+    DEFAULT_MAX_DURATION_MS,
+    DEFAULT_MIN_DURATION_MS,
+    Scenario,
+    ScenarioSettings,
+    parse_scenario,
+)
 from xlabench.core.spec import RUNNERS
 from xlabench.measure import interference
-from xlabench.runner import DEFAULT_TIMEOUT_S, ensure_costs, native
+from xlabench.runner import DEFAULT_TIMEOUT_S, ensure_costs, native, scenario_run
 from xlabench.store import DEFAULT_DB, ResultStore
 from xlabench.store.export import full_csv, results_csv, study_csv
 from xlabench.sweep import run_result
 from xlabench.sweep.grid import (
+    DEFAULT_BATCH_SIZE,
     check_label,
     default_resolution,
     make_policy,
     own_precision_problem,
     policy_values,
+    scenario_settings_from,
 )
 from xlabench.zoo import KINDS, REGISTRY, ModelEntry, own
 
@@ -57,7 +75,8 @@ def add_run(sub: Any) -> None:
     p.add_argument("--mode", default=None, help="eager | graph | xla | compiled (per backend)")
     p.add_argument("--resolution", type=int_arg("resolution"), default=None,
                    help="input size (default: the model's default resolution)")
-    p.add_argument("--batch-size", type=int_arg("batch size"), default=4)
+    p.add_argument("--batch-size", type=int_arg("batch size"), default=None,
+                   help=f"default {DEFAULT_BATCH_SIZE} (single-stream: 1, all it takes)")
     p.add_argument("--precision", default="fp32", choices=PRECISIONS)
     p.add_argument("--weights", default="random", choices=WEIGHTS)
     p.add_argument("--tf32", action="store_true", help="allow TF32 for float32 on GPUs")
@@ -65,9 +84,12 @@ def add_run(sub: Any) -> None:
     p.add_argument("--runner", default="python", choices=RUNNERS,
                    help="python, or native: time the exported artifact in xlabench-native")
     add_measure_args(p)
+    add_scenario_args(p.add_argument_group("LoadGen scenario (MLPerf's load generator issues "
+                                           "the queries instead of the timed loop)"))
     add_policy_args(p, ResultPolicy())
     p.add_argument("--timeout", type=float_arg("timeout"), default=DEFAULT_TIMEOUT_S,
-                   help="seconds before a worker process is killed (default %(default)s)")
+                   help="seconds before a worker process is killed (default %(default)s; a "
+                   "scenario adds the longest its LoadGen runs may take)")
     p.add_argument("--db", default=DEFAULT_DB, help="SQLite results file (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print the record as JSON on stdout")
     p.add_argument("--label", type=check_label, default=None, metavar="NAME",
@@ -87,6 +109,57 @@ def add_measure_args(p: argparse.ArgumentParser) -> None:
                    help="max seconds of sampling per worker process (default %(default)s)")
     p.add_argument("--min-sample-time", type=float_arg("min sample time"),
                    default=defaults.min_sample_s, help="seconds per sample (default %(default)s)")
+
+
+#: Scenario flags (dest, and what they mean without --scenario): given alone they are refused.
+SCENARIO_FLAGS = ("latency_bound_ms", "scenario_min_duration_s", "scenario_max_duration_s",
+                  "scenario_min_queries", "batch_wait_ms")
+
+
+#: What `--scenario` (sweep: `--scenarios`) runs, for its help.
+SCENARIO_HELP = (f"{' | '.join(s.value for s in Scenario)}: MLPerf LoadGen's scenario "
+                 "(single-stream: p90 latency, batch 1; offline: samples/s; server: the "
+                 "highest Poisson rate whose p99 stays within --latency-bound-ms)")
+
+
+def add_scenario_args(p: Any) -> None:
+    """`--scenario` and its settings (`add_scenario_settings_args`)."""
+    p.add_argument("--scenario", type=scenario_arg, default=None, help=SCENARIO_HELP)
+    add_scenario_settings_args(p)
+
+
+def add_scenario_settings_args(p: Any) -> None:
+    """A scenario's settings; every default None ("not given": the scenario's own,
+    core.scenario, so `sweep` keeps its file's values)."""
+    p.add_argument("--latency-bound-ms", type=float_arg("latency bound (ms)"), default=None,
+                   help=f"server: the p99 bound (default {DEFAULT_LATENCY_BOUND_MS:g})")
+    p.add_argument("--scenario-min-duration-s", type=float_arg("scenario min duration (s)"),
+                   default=None, help=f"each LoadGen run at least (default "
+                   f"{DEFAULT_MIN_DURATION_MS / 1000:g}; MLPerf: 600)")
+    p.add_argument("--scenario-max-duration-s", type=float_arg("scenario max duration (s)"),
+                   default=None, help=f"each LoadGen run at most (default "
+                   f"{DEFAULT_MAX_DURATION_MS / 1000:g})")
+    p.add_argument("--scenario-min-queries", type=int_arg("scenario min queries", positive=True),
+                   default=None, help="queries each run issues at least (offline: samples; "
+                   "default: single-stream 100, offline 1, server 500; MLPerf offline: 24,576)")
+    p.add_argument("--batch-wait-ms", type=non_negative_arg("batch wait (ms)"), default=None,
+                   help="server: how long the oldest query waits for a batch to fill "
+                   f"(default {DEFAULT_BATCH_WAIT_MS:g})")
+
+
+def scenario_settings(args: argparse.Namespace, backend: str, batch_size: int
+                      ) -> ScenarioSettings:
+    """The spec's scenario settings from the flags (`scenario_settings_for`)."""
+    given = {key: getattr(args, key) for key in SCENARIO_FLAGS if getattr(args, key) is not None}
+    return scenario_settings_from(args.scenario, backend, batch_size, given)
+
+
+def check_scenario_flags(args: argparse.Namespace) -> None:
+    """Scenario settings without a scenario would be silently ignored: refuse them."""
+    given = [key for key in SCENARIO_FLAGS if getattr(args, key) is not None]
+    if given and not args.scenario:
+        flag = "--" + given[0].replace("_", "-")
+        raise UserError(f"{flag} sets a LoadGen scenario: give --scenario too")
 
 
 def add_policy_args(p: Any, defaults: ResultPolicy | None) -> None:
@@ -131,17 +204,25 @@ def measure_settings(args: argparse.Namespace) -> MeasureSettings:
 def make_spec(args: argparse.Namespace) -> Spec:
     """Validate the command line against the registry (or the own model) and build the Spec,
     before any work."""
+    check_scenario_flags(args)
     entry, fields = model_entry(args.model, args.unsafe_load)
     # `is None`, not `or`: 0 is a value the user gave (and a bad one), not "not given".
     resolution = default_resolution(entry) if args.resolution is None else args.resolution
     mode = BACKEND_MODES[args.backend][-1] if args.mode is None else args.mode
+    batch_size = args.batch_size
+    if batch_size is None:  # single-stream issues one sample a query
+        batch_size = 1 if args.scenario == Scenario.SINGLE_STREAM else DEFAULT_BATCH_SIZE
+    scenario = {} if not args.scenario else {
+        "scenario": args.scenario,
+        "scenario_settings": scenario_settings(args, args.backend, batch_size)}
     spec = Spec(
         model=entry.name, backend=args.backend, mode=mode, resolution=resolution,
-        batch_size=args.batch_size, precision=args.precision, weights=args.weights,
+        batch_size=batch_size, precision=args.precision, weights=args.weights,
         seed=args.seed, tf32=args.tf32, measure=measure_settings(args), runner=args.runner,
-        **fields,
+        **scenario, **fields,
     )
-    problem = entry.check_resolution(resolution) or own_precision_problem(fields, args.precision)
+    problem = (entry.check_resolution(resolution) or own_precision_problem(fields, args.precision)
+               or precision_problem(args.backend, args.precision))
     if problem:
         raise UserError(problem)
     if args.weights != "random" and not entry.imagenet_weights:
@@ -151,6 +232,7 @@ def make_spec(args: argparse.Namespace) -> Spec:
     if missing:
         raise UserError(missing)
     native.require_runtime(spec)
+    scenario_run.require_loadgen(spec)
     return spec
 
 
@@ -216,7 +298,8 @@ def results_command(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no results in {args.db}" + (f" matching {filters}" if filters else ""))
         return 0
-    print(format_table(rows, PROCESS_COLUMNS if args.processes else RESULT_COLUMNS))
+    print(format_table(rows, with_scenario_columns(
+        PROCESS_COLUMNS if args.processes else RESULT_COLUMNS, rows)))
     flagged = [r for r in rows if r.get("interference") or r.get("interference_flagged")]
     if flagged:
         print(f"{len(flagged)} measured under interference (another process used the CPUs); "
@@ -302,6 +385,26 @@ def int_arg(what: str, positive: bool = False) -> Any:
             raise UserError(f"{what} must be an integer, got {text!r}") from None
         if positive and value <= 0:
             raise UserError(f"{what} must be positive, got {text}")
+        return value
+
+    return parse
+
+
+def scenario_arg(text: str) -> str:
+    """An argparse `type` for a scenario name (an unknown one: one line naming the choices)."""
+    return parse_scenario(text).value
+
+
+def non_negative_arg(what: str) -> Any:
+    """An argparse `type` for a number >= 0."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise UserError(f"{what} must be a number, got {text!r}") from None
+        if not value >= 0:
+            raise UserError(f"{what} must be >= 0, got {text}")
         return value
 
     return parse

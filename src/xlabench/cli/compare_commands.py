@@ -17,10 +17,16 @@ FORMATS = ("table", "json", "csv")
 EXIT_SLOWDOWN = 1
 CSV_COLUMNS = (
     "spec_id", "model", "backend", "mode", "resolution", "batch_size", "precision", "runner",
+    "scenario", "latency_bound_ms", "unit",
     "baseline_sps", "baseline_ci_low", "baseline_ci_high", "baseline_k",
     "new_sps", "new_ci_low", "new_ci_high", "new_k",
+    "baseline_figure", "baseline_figure_ci_low", "baseline_figure_ci_high",
+    "new_figure", "new_figure_ci_low", "new_figure_ci_high",
     "ratio", "ratio_low", "ratio_high", "method", "verdict", "reason",
 )
+#: Under the table when a LoadGen scenario was compared: how its ratio reads.
+SCENARIO_NOTE = ("scenario figures are in their own unit; every ratio is new/baseline as a "
+                 "rate (higher is faster): for a p90 latency, the baseline's p90 over the new")
 
 
 def add_compare(sub: Any) -> None:
@@ -119,12 +125,18 @@ def _sps(value: float | None) -> str:
     return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
 
 
-def _figure(result: Any) -> str:
+def _figure(result: Any, scenario: str = "", unit: str = "") -> str:
+    """A side's stored figure with its interval: samples/s, or a scenario's in its `unit`."""
     if result.status != "ok" or result.median_sps is None:
         return result.status
-    text = _sps(result.median_sps)
-    if result.ci_low_sps is not None and result.ci_high_sps is not None:
-        text += f" [{_sps(result.ci_low_sps)}, {_sps(result.ci_high_sps)}]"
+    figure = (result.median_sps, result.ci_low_sps, result.ci_high_sps)
+    if scenario:
+        from xlabench.store.scenario_rows import figure_interval
+
+        figure = figure_interval(scenario, *figure)
+    text = _sps(figure[0]) + (f" {unit}" if scenario else "")
+    if figure[1] is not None and figure[2] is not None:
+        text += f" [{_sps(figure[1])}, {_sps(figure[2])}]"
     return text + (f" k={result.k}" if result.k < 2 else "")
 
 
@@ -147,6 +159,10 @@ def _backend_mode(spec: Any) -> str:
         text += f" {spec.get('runner')}"
     if spec.get("precision") not in (None, "fp32"):
         text += f" {spec.get('precision')}"
+    if spec.get("scenario"):
+        text += f" {spec.get('scenario')}"
+    if spec.get("latency_bound_ms") is not None:
+        text += f" p99<={spec.get('latency_bound_ms'):g}ms"
     return text
 
 
@@ -160,14 +176,19 @@ def format_compare(report: Any) -> str:
             "model": pair.spec.get("model") or pair.spec_id,
             "backend_mode": _backend_mode(pair.spec),
             "resolution": pair.spec.get("resolution"), "batch_size": pair.spec.get("batch_size"),
-            "baseline": _figure(pair.baseline), "new": _figure(pair.new),
+            "baseline": _figure(pair.baseline, pair.scenario, pair.unit),
+            "new": _figure(pair.new, pair.scenario, pair.unit),
             "ratio": _ratio(pair), "verdict": pair.verdict + (" *" if pair.reason else ""),
         })
+    scenarios = any(pair.scenario for pair in report.pairs)
+    figure = "" if scenarios else " sps"  # then each cell names its unit
     columns = (("model", "model"), ("backend_mode", "backend/mode"), ("resolution", "res"),
-               ("batch_size", "batch"), ("baseline", "baseline sps [CI]"),
-               ("new", "new sps [CI]"), ("ratio", "ratio [CI]"), ("verdict", "verdict"))
+               ("batch_size", "batch"), ("baseline", f"baseline{figure} [CI]"),
+               ("new", f"new{figure} [CI]"), ("ratio", "ratio [CI]"), ("verdict", "verdict"))
     lines = [f"baseline: {_describe(report.baseline)}", f"new:      {_describe(report.new)}",
              "", format_table(rows, columns)]
+    if scenarios:
+        lines.append(SCENARIO_NOTE)
     reasons = [f"  * {_name(p.spec)}: {p.reason}" for p in report.pairs if p.reason]
     if reasons:
         lines += ["", "no verdict possible:", *reasons]
@@ -213,7 +234,10 @@ def _csv(report: Any) -> str:
         for side in ("baseline", "new"):
             figures = pair[side]
             row.update({f"{side}_sps": figures["sps"], f"{side}_ci_low": figures["ci_low"],
-                        f"{side}_ci_high": figures["ci_high"], f"{side}_k": figures["k"]})
+                        f"{side}_ci_high": figures["ci_high"], f"{side}_k": figures["k"],
+                        f"{side}_figure": figures["figure"],
+                        f"{side}_figure_ci_low": figures["figure_ci_low"],
+                        f"{side}_figure_ci_high": figures["figure_ci_high"]})
         writer.writerow(row)
     return out.getvalue()
 

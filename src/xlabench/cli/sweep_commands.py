@@ -6,11 +6,19 @@ import argparse
 import sys
 from typing import Any
 
-from xlabench.cli.commands import add_measure_args, add_policy_args, print_note, warn_if_busy
+from xlabench.cli.commands import (
+    SCENARIO_HELP,
+    add_measure_args,
+    add_policy_args,
+    add_scenario_settings_args,
+    print_note,
+    warn_if_busy,
+)
 from xlabench.core.spec import BACKEND_MODES, RUNNERS
+from xlabench.measure.scenarios import load_loadgen
 from xlabench.runner import native
 from xlabench.sweep import PRESETS, Sweep, build_config, format_plan, format_summary, load_toml
-from xlabench.sweep.grid import EXECUTORS, SweepConfig, expand
+from xlabench.sweep.grid import EXECUTORS, SCENARIO_KEYS, SweepConfig, expand
 
 #: Flags whose values override the preset and the TOML file; (flag dest, setting key).
 OVERRIDES = (
@@ -24,6 +32,7 @@ OVERRIDES = (
     ("result_target_ci", "result_target_ci"), ("result_budget", "result_budget"),
     ("rerun_flagged", "rerun_flagged"),
     ("runner", "runner"), ("label", "label"), ("unsafe_load", "unsafe_load"),
+    ("scenarios", "scenarios"), *((key, key) for key in SCENARIO_KEYS),
 )
 
 
@@ -57,6 +66,9 @@ def add_sweep(sub: Any) -> None:
         ("--precisions", "fp32, bf16, mixed (default: fp32)"),
     ):
         grid.add_argument(flag, action="append", default=None, help=what)
+    grid.add_argument("--scenarios", "--scenario", action="append", default=None,
+                      help=f"{SCENARIO_HELP}; each configuration runs each scenario instead of "
+                      "the timed loop (single-stream: batch 1 only)")
     grid.add_argument("--repeats", type=int, default=None, help="runs of each configuration")
     grid.add_argument("--runner", choices=RUNNERS, default=None,
                       help="python, or native: xlabench-native times the exported compiled "
@@ -86,6 +98,7 @@ def add_sweep(sub: Any) -> None:
                      help="print the plan and a time estimate; run nothing")
     measure = p.add_argument_group("measurement")
     add_measure_args(measure)
+    add_scenario_settings_args(p.add_argument_group("LoadGen scenario settings"))
     processes = p.add_argument_group("processes per result")
     add_policy_args(processes, None)
     # None = not given, so the preset's or the file's measurement settings stay.
@@ -101,6 +114,8 @@ def sweep_config(args: argparse.Namespace) -> SweepConfig:
 
 def sweep_command(args: argparse.Namespace) -> int:
     config = sweep_config(args)
+    if any(part.scenarios for part in config.parts):
+        load_loadgen()  # LoadGen missing: its install hint, before anything runs
     if any(part.runner == "native" for part in config.parts):
         for spec in expand(config).specs:
             native.require_runtime(spec)

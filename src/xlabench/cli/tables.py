@@ -11,7 +11,9 @@ from typing import Any
 from xlabench.core import Record
 from xlabench.core.device import device_name
 from xlabench.core.result import Result, interference_reason
+from xlabench.core.scenario import FIGURES, Scenario, ScenarioOutcome
 from xlabench.store import ResultStore
+from xlabench.store.scenario_rows import figure_interval, loadgen_valid
 
 
 def _cell(key: str, value: Any) -> str:
@@ -46,8 +48,36 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, st
 
 
 def result_rows(store: ResultStore, **filters: Any) -> list[dict[str, Any]]:
-    """One row per result (see `ResultStore.result_rows`)."""
-    return store.result_rows(**filters)
+    """One row per result (see `ResultStore.result_rows`), a scenario result's figure also as
+    text with its unit and interval (`figure_shown`)."""
+    return [{**row, "figure_shown": _figure_text(row)} for row in store.result_rows(**filters)]
+
+
+def _figure_text(row: dict[str, Any]) -> str | None:
+    if row.get("figure") is None:
+        return None
+    text = f"{_cell('figure', row['figure'])} {row['unit']}"
+    low, high = row.get("figure_ci_low"), row.get("figure_ci_high")
+    if low is not None and high is not None:
+        text += f" [{_cell('figure', low)}, {_cell('figure', high)}]"
+    return text
+
+
+#: What `with_scenario_columns` adds after the status of a results table.
+SCENARIO_COLUMNS = {"result": (("scenario", "scenario"), ("figure_shown", "figure [CI]")),
+                    "process": (("scenario", "scenario"), ("scenario_figure", "figure"))}
+
+
+def with_scenario_columns(columns: Sequence[tuple[str, str]], rows: Sequence[dict[str, Any]]
+                          ) -> tuple[tuple[str, str], ...]:
+    """`columns` with the scenario and its figure after the status when some row ran a LoadGen
+    scenario (its throughput columns are empty: its figure is in its own unit)."""
+    if not any(row.get("scenario") for row in rows):
+        return tuple(columns)
+    kind = "result" if any("figure_shown" in row for row in rows) else "process"
+    keys = [key for key, _ in columns]
+    at = keys.index("status") + 1 if "status" in keys else len(keys)
+    return (*columns[:at], *SCENARIO_COLUMNS[kind], *columns[at:])
 
 
 def format_result(result: Result, records: Sequence[Record], db: str | None = None) -> str:
@@ -57,6 +87,8 @@ def format_result(result: Result, records: Sequence[Record], db: str | None = No
     head = spec.label() if spec else result.spec_id
     if result.median_sps is None:
         lines.append(f"{head}: {result.status} ({result.error})")
+    elif spec is not None and spec.scenario:
+        lines += _scenario_result_lines(head, spec.scenario, result)
     else:
         conf = f"{100 * (result.ci_confidence or 0):.0f}%"
         target = "target met" if result.target_met else "target NOT met"
@@ -83,8 +115,25 @@ def format_result(result: Result, records: Sequence[Record], db: str | None = No
     return "\n".join(lines)
 
 
+def _scenario_result_lines(head: str, scenario: str, result: Result) -> list[str]:
+    """A scenario result's figure in its unit: its rate combined, turned back
+    (`store.scenario_rows.figure_interval`; a latency's interval ends swap)."""
+    kind = FIGURES[Scenario(scenario)]
+    figure, low, high = figure_interval(scenario, result.median_sps, result.ci_low_sps,
+                                        result.ci_high_sps)
+    conf = f"{100 * (result.ci_confidence or 0):.0f}%"
+    shown = "-" if low is None or high is None else f"{low:.4g}-{high:.4g}"
+    return [f"{head}: {kind.name} {figure:.4g} {kind.unit}  ({conf} interval {shown}, "
+            f"±{100 * (result.rel_ci_halfwidth or 0):.1f}%)",
+            f"  from {result.k} of {result.k_total} processes: {result.ci_method}"]
+
+
 def _process_line(record: Record) -> str:
     number = f"process {record.process.index + 1} (round {record.process.round})"
+    if record.ok and record.scenario is not None:
+        why = interference_reason(record.interference)
+        return f"  {number}: {_scenario_text(record.scenario)}" + (f"  FLAGGED: {why}"
+                                                                   if why else "")
     if not record.ok or record.throughput is None:
         return f"  {number}: {record.status.value}: {record.error}"
     tp, figures = record.throughput, record.interference
@@ -97,11 +146,31 @@ def _process_line(record: Record) -> str:
             f" ({len(tp.sample_s)} samples{sampling}{others}){mark}")
 
 
+def _scenario_text(outcome: ScenarioOutcome) -> str:
+    """One process's scenario figure, with LoadGen's verdict and how the run was shortened."""
+    kind = outcome.kind
+    valid = loadgen_valid(outcome.scenario, outcome.loadgen)
+    verdict = {True: "LoadGen: valid", False: "LoadGen: INVALID", None: "LoadGen: no verdict"}
+    parts = [verdict[valid]]
+    if outcome.scenario == Scenario.SERVER:
+        parts.append(f"p99 bound {outcome.loadgen.get('latency_bound_ms')} ms")
+        failing = outcome.loadgen.get("failing_rate_per_s")
+        if failing is not None:
+            parts.append(f"{failing:.4g}/s failed")
+    if outcome.max_batch > 1 or outcome.concurrency > 1:
+        parts.append(f"max batch {outcome.max_batch}, {outcome.concurrency} at once")
+    if outcome.shortfall:
+        parts.append(outcome.shortfall)
+    return f"{kind.name} {outcome.figure:.4g} {kind.unit} ({'; '.join(parts)})"
+
+
 def format_record(record: Record, db: str | None = None) -> str:
     """A short human summary of one record."""
     spec = record.spec
     reason = f" ({record.error})" if record.error else ""
     lines = [f"{spec.label()}: {record.status.value}{reason}"]
+    if record.scenario is not None:
+        lines.append(f"  {record.scenario.scenario}: {_scenario_text(record.scenario)}")
     tp, lat, warm = record.throughput, record.latency, record.warmup
     if tp:
         target = "target met" if tp.target_met else "target NOT met"

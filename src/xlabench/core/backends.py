@@ -53,6 +53,16 @@ class BackendInfo:
             change its speed: two environments that agree on these run the same software.
         export_backend: the Keras backend that builds and exports the model (runtimes only).
         native_runtimes: mode -> the xlabench-native runtime that times that mode's artifact.
+        model_precision: the precision its Keras model is built and exported in, whatever the
+            spec asks (runtimes: "fp32", the model a deployer converts; the spec's precision
+            is then the arithmetic the runtime executes, e.g. OpenVINO's bf16 precision hint).
+            None: the spec's own (a framework computes in the dtype policy it builds under).
+        precision_note: why it runs only its `precisions`, one line (when it lacks some).
+        scenario_concurrency: how many LoadGen query batches it runs at once in the offline
+            and server scenarios (threads calling its compiled step; more than 1 needs the
+            module's `make_runners`, one runner per thread).
+        scenario_sut: how it takes LoadGen's queries (batching, concurrency, threads), in
+            words, stored with every scenario record.
     """
 
     name: str
@@ -67,15 +77,24 @@ class BackendInfo:
     export_backend: str | None = None
     native_runtimes: MappingProxyType[str, NativeRuntime] = field(
         default_factory=lambda: MappingProxyType({}))
+    model_precision: str | None = None
+    precision_note: str = ""
+    scenario_concurrency: int = 1
+    scenario_sut: str = "one query batch at a time; its own threads use the worker's CPUs"
 
     def __post_init__(self) -> None:
+        if self.scenario_concurrency < 1 or not self.scenario_sut:
+            raise ValueError(f"{self.name}: needs a scenario concurrency >= 1, described")
         if (self.kind == "runtime") != (self.export_backend is not None):
             raise ValueError(f"{self.name}: a runtime (and only a runtime) has an export backend")
         unknown = (set(self.mode_names) | set(self.native_runtimes)) - set(self.modes)
         if unknown or set(self.mode_names) != set(self.modes):
             raise ValueError(f"{self.name}: mode names and native runtimes must name its modes")
-        if not set(self.precisions) <= set(PRECISIONS):
+        if not set(self.precisions) <= set(PRECISIONS) or self.model_precision not in (
+                None, *PRECISIONS):
             raise ValueError(f"{self.name}: unknown precisions {self.precisions}")
+        if (set(self.precisions) != set(PRECISIONS)) != bool(self.precision_note):
+            raise ValueError(f"{self.name}: say why it lacks a precision (and only then)")
 
     @property
     def module(self) -> str:
@@ -114,44 +133,72 @@ BACKENDS: tuple[BackendInfo, ...] = (
         native_runtimes=MappingProxyType({"compiled": NativeRuntime(
             "aoti", "AOTIModelPackageLoader::run returns when its outputs are computed (CPU)",
             "pip install torch (libtorch ships in its wheel), then `make setup`")})),
-    # Deployment runtimes: fp32 only. Keras' ONNX export needs the float32 policy, OpenVINO's
-    # TensorFlow frontend refuses bfloat16 graphs ("Const of unknown type"); LiteRT and IREE
-    # run fp32 until a bf16 artifact is checked. OpenVINO and IREE have no mode of their own
-    # without their compilers.
+    # Deployment runtimes convert the fp32 Keras model (model_precision); a precision is what
+    # the runtime executes. Only OpenVINO executes bf16 on a CPU here (its precision hint); why
+    # each other cannot is its precision_note (checked on an AVX512_BF16 CPU, docs/method.md).
+    # OpenVINO and IREE have no mode of their own without their compilers.
     BackendInfo(
         "openvino", "OpenVINO", "runtime", ("compiled",),
-        _names(compiled="OpenVINO CPU plugin (compile_model)"), ("fp32",),
+        _names(compiled="OpenVINO CPU plugin (compile_model)"), ("fp32", "bf16"),
         "openvino", "pip install 'xlabench[openvino]'  (or: pip install openvino tensorflow)",
-        ("openvino", "tensorflow"), export_backend="tensorflow",
+        ("openvino", "tensorflow"), export_backend="tensorflow", model_precision="fp32",
+        precision_note="its bf16 (the precision hint on the fp32 model) is already fp32 weights "
+        "with bf16 compute; mixed is a Keras dtype policy, for the frameworks",
         native_runtimes=MappingProxyType({"compiled": NativeRuntime(
             "openvino", "ov::InferRequest::infer is synchronous: it returns when its outputs "
             "are computed (CPU)",
             "pip install openvino (its wheel ships the C++ runtime and OpenVINOConfig.cmake), "
-            "then `make setup`")})),
+            "then `make setup`")}),
+        # A fixed 2, not the worker's CPU count: the concurrency is part of the spec, made
+        # before any worker runs (2 = this machine's cores; a worker with fewer CPUs than
+        # streams is refused, backends/openvino.py).
+        scenario_concurrency=2,
+        scenario_sut="THROUGHPUT hint, 2 streams, one infer request per LoadGen thread; "
+        "INFERENCE_NUM_THREADS = the worker's CPUs, shared by the streams"),
     BackendInfo(
         "onnxruntime", "ONNX Runtime", "runtime", ("basic", "compiled"),
         _names(basic="no graph optimisation (ORT_DISABLE_ALL)",
                compiled="all graph optimisations (ORT_ENABLE_ALL)"), ("fp32",),
         "onnxruntime", "pip install 'xlabench[onnxruntime]'  (or: pip install onnxruntime onnx "
         "tf2onnx tensorflow)", ("onnxruntime", "onnx", "tf2onnx", "tensorflow"),
-        export_backend="tensorflow"),
+        export_backend="tensorflow", model_precision="fp32",
+        precision_note="its CPU execution provider has no bfloat16 Conv or MatMul kernels "
+        "(NOT_IMPLEMENTED), and Keras' ONNX export needs the float32 dtype policy",
+        scenario_sut="one session run at a time: intra-op threads = the worker's CPUs, "
+        "inter-op 1, sequential execution"),
     BackendInfo(
         "litert", "LiteRT", "runtime", ("basic", "compiled"),
         _names(basic="builtin kernels, XNNPACK delegate disabled",
                compiled="XNNPACK delegate"), ("fp32",),
         "ai_edge_litert", "pip install 'xlabench[litert]'  (or: pip install ai-edge-litert "
-        "tensorflow)", ("ai-edge-litert", "tensorflow"), export_backend="tensorflow"),
+        "tensorflow)", ("ai-edge-litert", "tensorflow"), export_backend="tensorflow",
+        model_precision="fp32",
+        precision_note="the converter makes no bf16 model: supported_types=[tf.bfloat16] "
+        "stays float32 and a bfloat16 graph is refused (its fp16 weights compute in f32)"),
     BackendInfo(
         "iree", "IREE", "runtime", ("compiled",),
         _names(compiled="iree-compile for llvm-cpu, local-task driver"), ("fp32",),
         "iree.runtime", "pip install 'xlabench[iree]'  (or: pip install iree-base-compiler "
         "iree-base-runtime jax)", ("iree-base-compiler", "iree-base-runtime", "jax", "jaxlib"),
-        export_backend="jax"),
+        export_backend="jax", model_precision="fp32",
+        precision_note="iree-compile's bf16 demotion takes named matmuls only, not Keras' "
+        "convolutions (iree-org/iree#17484), and a bf16 StableHLO export misses bf16 parity "
+        "(ResNet50: 0.08 > 0.06)"),
     BackendInfo(
         "executorch", "ExecuTorch", "runtime", ("basic", "compiled"),
         _names(basic="no delegate (its CPU kernels)", compiled="XNNPACK delegate"), ("fp32",),
         "executorch.runtime", "pip install 'xlabench[executorch]'  (or: pip install "
-        "executorch torch)", ("executorch", "torch"), export_backend="torch"),
+        "executorch torch)", ("executorch", "torch"), export_backend="torch",
+        model_precision="fp32",
+        precision_note="its XNNPACK delegate takes no bf16 convolution (bf16 is opt-in, "
+        "fully connected only); a bf16 program runs on the portable reference kernels",
+        # One C++ runtime for both modes: the program itself says whether it delegates.
+        native_runtimes=MappingProxyType(dict.fromkeys(("basic", "compiled"), NativeRuntime(
+            "executorch", "Method::execute is synchronous on the CPU: it returns when its "
+            "outputs are computed (XNNPACK and the CPU kernels run on its threadpool inside the "
+            "call)",
+            "pip install executorch (its wheel ships the C++ runtime, XNNPACK and the CPU "
+            "kernels as shared libraries, with a CMake package), then `make setup`")))),
 )
 
 BY_NAME: MappingProxyType[str, BackendInfo] = MappingProxyType({b.name: b for b in BACKENDS})
@@ -171,6 +218,21 @@ NATIVE_RUNTIMES: MappingProxyType[tuple[str, str], str] = MappingProxyType(
 #: xlabench-native runtime name -> its description.
 NATIVE_BY_NAME: MappingProxyType[str, NativeRuntime] = MappingProxyType(
     {rt.name: rt for b in BACKENDS for rt in b.native_runtimes.values()})
+
+
+def model_precision(backend: str, precision: str) -> str:
+    """The precision `backend` builds a spec's Keras model in (the dtype policy's): the
+    spec's own, or the fp32 model a runtime converts and then executes at `precision`."""
+    return BY_NAME[backend].model_precision or precision
+
+
+def precision_problem(backend: str, precision: str) -> str | None:
+    """Why `backend` cannot run `precision` (one line), or None when it can."""
+    entry = BY_NAME[backend]
+    if precision in entry.precisions:
+        return None
+    return (f"{backend} runs {'/'.join(entry.precisions)} only, not {precision!r}: "
+            f"{entry.precision_note}")
 
 
 def info(name: str) -> BackendInfo:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xlabench.core.errors import Status
+from xlabench.core.scenario import ScenarioOutcome
 from xlabench.core.spec import Spec
 
 
@@ -151,6 +152,16 @@ class Record:
     provenance: dict[str, Any] = field(default_factory=dict)
     interference: Interference | None = None  # None: not measured (old records, failures)
     process: ProcessInfo = field(default_factory=ProcessInfo)
+    #: A LoadGen scenario's outcome (spec.scenario set); such a record has no `throughput`.
+    scenario: ScenarioOutcome | None = None
+
+    @property
+    def rate_per_s(self) -> float | None:
+        """This process's figure as a rate, higher is faster: what a result combines. The
+        timed loop's median samples/s, or a scenario's figure as a rate (core.scenario)."""
+        if self.scenario is not None:
+            return self.scenario.rate_per_s
+        return self.throughput.median_sps if self.throughput is not None else None
 
     @property
     def spec_id(self) -> str:
@@ -181,6 +192,7 @@ class Record:
             "memory": Memory,
             "interference": Interference,
             "process": ProcessInfo,
+            "scenario": ScenarioOutcome,
         }
         for key, kind in nested.items():
             if data.get(key) is not None:

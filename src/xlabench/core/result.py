@@ -32,6 +32,9 @@ CONFIDENCE = 0.95
 #: before results had processes): that process's own, which says nothing about other processes.
 ONE_PROCESS_METHOD = ("one process: order-statistic interval of its own samples "
                       "(no between-process spread)")
+#: The same for one process of a LoadGen scenario: its figure has no interval of its own.
+ONE_SCENARIO_PROCESS_METHOD = ("one process: LoadGen's figure, no interval (run more "
+                               "processes for one)")
 
 
 @dataclass(frozen=True)

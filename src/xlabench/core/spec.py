@@ -10,6 +10,12 @@ from typing import Any
 
 from xlabench.core.backends import BACKENDS, NATIVE_RUNTIMES, PRECISIONS, RUNTIMES
 from xlabench.core.errors import UserError
+from xlabench.core.scenario import (
+    Scenario,
+    ScenarioSettings,
+    backend_concurrency,
+    parse_scenario,
+)
 
 #: Modes per backend (core/backends.py describes each backend). The first mode of each
 #: framework backend is its eager baseline.
@@ -28,7 +34,8 @@ RUNNERS: tuple[str, ...] = ("python", "native")
 RESOLUTION_RANGE = (16, 2048)
 #: Spec fields whose default is left out of the canonical JSON (see `Spec.canonical_json`).
 LATER_FIELD_DEFAULTS: dict[str, Any] = {"runner": "python", "model_file": "", "model_factory": "",
-                                      "model_sha256": "", "channels": 3, "unsafe_load": False}
+                                      "model_sha256": "", "channels": 3, "unsafe_load": False,
+                                      "scenario": ""}
 BATCH_SIZE_RANGE = (1, 4096)
 
 
@@ -103,6 +110,11 @@ class Spec:
     model_sha256: str = ""
     channels: int = 3
     unsafe_load: bool = False
+    #: "" times the usual loop (measure.timing); a LoadGen scenario (core.scenario.Scenario)
+    #: lets MLPerf's LoadGen issue the queries, with `scenario_settings` (its max batch is
+    #: the spec's batch size; ignored, and no part of the id, without a scenario).
+    scenario: str = ""
+    scenario_settings: ScenarioSettings = field(default_factory=ScenarioSettings)
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -127,6 +139,25 @@ class Spec:
         if self.repeat < 0:
             raise UserError(f"repeat index must be >= 0, got {self.repeat}")
         self._check_runner()
+        self._check_scenario()
+
+    def _check_scenario(self) -> None:
+        if not self.scenario:
+            return
+        scenario = parse_scenario(self.scenario)
+        if scenario is Scenario.SINGLE_STREAM and self.batch_size != 1:
+            raise UserError(f"single-stream issues one sample per query: batch size must be 1, "
+                            f"got {self.batch_size}")
+        if self.scenario_settings.max_batch != self.batch_size:
+            raise UserError(f"a scenario's max batch is the batch size ({self.batch_size}), got "
+                            f"{self.scenario_settings.max_batch}")
+        if self.runner != "python":
+            raise UserError("LoadGen scenarios run in the Python worker (LoadGen's bindings are "
+                            "Python); xlabench-native has no LoadGen: use --runner python")
+        most = backend_concurrency(self.backend)
+        if self.scenario_settings.concurrency > most:
+            raise UserError(f"{self.backend} runs at most {most} query batch(es) at once in a "
+                            f"scenario, not {self.scenario_settings.concurrency}")
 
     def _check_runner(self) -> None:
         if self.runner not in RUNNERS:
@@ -167,7 +198,8 @@ class Spec:
     def from_dict(cls, data: dict[str, Any]) -> Spec:
         data = dict(data)
         measure = MeasureSettings(**data.pop("measure", {}))
-        return cls(measure=measure, **data)
+        scenario_settings = ScenarioSettings(**data.pop("scenario_settings", {}))
+        return cls(measure=measure, scenario_settings=scenario_settings, **data)
 
     def canonical_json(self) -> str:
         data = self.to_dict()
@@ -175,6 +207,8 @@ class Spec:
         for key, default in LATER_FIELD_DEFAULTS.items():
             if data[key] == default:
                 del data[key]
+        if not self.scenario:
+            del data["scenario_settings"]
         # an own model is its content: not where it lies, what it is called or the leave
         for key in ("model_file", "unsafe_load", *(("model", "model_factory")
                                                    if self.own_model else ())):
@@ -189,9 +223,10 @@ class Spec:
         """Short human-readable name, e.g. ``resnet50_v1@224 b4 jax/xla fp32``."""
         rep = f" r{self.repeat}" if self.repeat else ""
         native = " native" if self.runner == "native" else ""
+        scenario = f" {self.scenario}" if self.scenario else ""
         return (
             f"{self.model}@{self.resolution} b{self.batch_size} "
-            f"{self.backend}/{self.mode}{native} {self.precision}{rep}"
+            f"{self.backend}/{self.mode}{native} {self.precision}{scenario}{rep}"
         )
 
 

@@ -28,6 +28,7 @@ from xlabench.core.record import Record
 from xlabench.core.result import (
     CONFIDENCE,
     ONE_PROCESS_METHOD,
+    ONE_SCENARIO_PROCESS_METHOD,
     Result,
     ResultPolicy,
     interference_reason,
@@ -300,7 +301,7 @@ def log_spread(values: Sequence[float]) -> float:
 
 def clean_processes(records: Sequence[Record]) -> tuple[list[Record], list[Record]]:
     """(successful clean processes, successful flagged ones), in the given order."""
-    ok = [r for r in records if r.ok and r.throughput is not None]
+    ok = [r for r in records if r.ok and r.rate_per_s is not None]
     clean = [r for r in ok if interference_reason(r.interference) is None]
     flagged = [r for r in ok if interference_reason(r.interference) is not None]
     return clean, flagged
@@ -328,7 +329,7 @@ def combine(
     if not used:
         failed = next((r for r in reversed(records) if not r.ok), records[-1])
         return _empty_result(records, result_id, env_id or first.env_id, failed, flag_reason)
-    medians = [r.throughput.median_sps for r in used]  # type: ignore[union-attr]
+    medians = [r.rate_per_s for r in used]
     between = len(used) >= 2
     drift = drift if between else None
     run_interval, interval = (run_and_held_intervals(medians, drift) if between
@@ -351,7 +352,10 @@ def combine(
 
 def _one_process_interval(record: Record) -> Interval:
     tp = record.throughput
-    assert tp is not None
+    if tp is None:  # a LoadGen scenario: one figure, no interval of its own
+        rate = record.rate_per_s
+        assert rate is not None
+        return Interval(rate, rate, rate, 0.0, ONE_SCENARIO_PROCESS_METHOD, 1)
     low = tp.ci_low_sps if tp.ci_low_sps is not None else tp.median_sps
     high = tp.ci_high_sps if tp.ci_high_sps is not None else tp.median_sps
     confidence = tp.ci_confidence if tp.ci_confidence is not None else 0.0

@@ -25,7 +25,6 @@ are shortened to fit a small machine, settable up to MLPerf's figures, and
 from __future__ import annotations
 
 import dataclasses
-import enum
 import importlib
 import json
 import threading
@@ -38,6 +37,15 @@ from types import ModuleType
 from typing import Any
 
 from xlabench.core.errors import UserError
+from xlabench.core.scenario import (  # noqa: F401 (re-exported: the driver's vocabulary)
+    DEFAULT_LATENCY_BOUND_MS,
+    DEFAULT_MAX_DURATION_MS,
+    DEFAULT_MIN_DURATION_MS,
+    DEFAULT_MIN_QUERY_COUNT,
+    Scenario,
+    ScenarioSettings,
+    parse_scenario,
+)
 
 #: The system under test: run the model on the preloaded inputs at these indices, synchronously.
 RunBatch = Callable[[list[int]], None]
@@ -45,12 +53,6 @@ RunBatch = Callable[[list[int]], None]
 #: MLPerf's own minimum run duration (every scenario) and Offline sample count.
 MLPERF_MIN_DURATION_MS = 600_000
 MLPERF_OFFLINE_MIN_SAMPLES = 24_576
-
-#: Shortened defaults for a 2-core machine: seconds, not MLPerf's ten minutes.
-DEFAULT_MIN_DURATION_MS = 10_000
-DEFAULT_MAX_DURATION_MS = 60_000
-#: LoadGen's own default latency target for the Server scenario (its p99).
-DEFAULT_LATENCY_BOUND_MS = 100.0
 
 LOADGEN_INSTALL_HINT = "scenarios need MLPerf LoadGen: pip install 'xlabench[scenarios]'"
 
@@ -81,84 +83,6 @@ _SAMPLES_PER_S_KEYS = (
 )
 _MLLOG_PREFIX = ":::MLLOG "
 _EFFECTIVE_PREFIX = "effective_"
-
-
-class Scenario(enum.StrEnum):
-    SINGLE_STREAM = "single-stream"
-    OFFLINE = "offline"
-    SERVER = "server"
-
-
-#: A scenario's minimum query count (Offline: samples) when the settings leave it unset.
-#: Server: LoadGen's early stopping judges a p99 only after about 460 queries (with none over
-#: the bound; more with some), so a shorter Server run is never valid.
-DEFAULT_MIN_QUERY_COUNT = {Scenario.SINGLE_STREAM: 100, Scenario.OFFLINE: 1, Scenario.SERVER: 500}
-
-
-def parse_scenario(name: str) -> Scenario:
-    """The scenario called `name`, or a one-line UserError naming the choices."""
-    try:
-        return Scenario(name)
-    except ValueError:
-        choices = ", ".join(scenario.value for scenario in Scenario)
-        raise UserError(f"unknown scenario {name!r}: choose one of {choices}") from None
-
-
-@dataclass(frozen=True)
-class ScenarioSettings:
-    """How LoadGen runs a scenario and how the system under test takes its queries."""
-
-    min_duration_ms: int = DEFAULT_MIN_DURATION_MS
-    #: LoadGen stops issuing after this (a run that has not met its minimums is invalid).
-    max_duration_ms: int = DEFAULT_MAX_DURATION_MS
-    #: None: the scenario's `DEFAULT_MIN_QUERY_COUNT`. Offline counts samples.
-    min_query_count: int | None = None
-    #: Server: the p99 latency a valid run stays within.
-    latency_bound_ms: float = DEFAULT_LATENCY_BOUND_MS
-    #: Server: the Poisson arrival rate.
-    server_rate_per_s: float = 10.0
-    #: Offline and server: the largest batch `run_batch` gets (1 when the backend takes none).
-    max_batch: int = 1
-    #: Server: how long the oldest waiting sample waits for a batch to fill.
-    batch_wait_ms: float = 0.0
-    #: Offline and server: threads that call `run_batch` at once.
-    concurrency: int = 1
-    #: Offline: the samples/s LoadGen sizes the run by; None: estimated from `run_batch`.
-    offline_expected_samples_per_s: float | None = None
-    #: LoadGen's random seeds; None keeps LoadGen's own.
-    qsl_seed: int | None = None
-    sample_index_seed: int | None = None
-    schedule_seed: int | None = None
-
-    def __post_init__(self) -> None:
-        positive = {
-            "min duration (ms)": self.min_duration_ms,
-            "max duration (ms)": self.max_duration_ms,
-            "latency bound (ms)": self.latency_bound_ms,
-            "server rate (/s)": self.server_rate_per_s,
-            "max batch": self.max_batch,
-            "concurrency": self.concurrency,
-        }
-        if self.min_query_count is not None:
-            positive["min query count"] = self.min_query_count
-        if self.offline_expected_samples_per_s is not None:
-            positive["offline expected samples/s"] = self.offline_expected_samples_per_s
-        for name, value in positive.items():
-            if not value > 0:
-                raise UserError(f"scenario {name} must be > 0, got {value}")
-        if self.batch_wait_ms < 0:
-            raise UserError(f"scenario batch wait (ms) must be >= 0, got {self.batch_wait_ms}")
-        if self.max_duration_ms < self.min_duration_ms:
-            raise UserError(
-                f"scenario max duration ({self.max_duration_ms} ms) is below its min duration "
-                f"({self.min_duration_ms} ms)"
-            )
-
-    def query_count(self, scenario: Scenario) -> int:
-        """The minimum query count (Offline: samples) a run of `scenario` asks for."""
-        if self.min_query_count is not None:
-            return self.min_query_count
-        return DEFAULT_MIN_QUERY_COUNT[scenario]
 
 
 def mlperf_shortfall(settings: ScenarioSettings, scenario: Scenario) -> str:
@@ -239,6 +163,9 @@ class ServerSearch:
     #: The single-stream run the start rate was estimated from (None if it was given).
     estimate: ScenarioResult | None
     trials: tuple[ServerTrial, ...]
+    #: The lowest rate tried: below it no run can be valid within the max duration
+    #: (`lowest_valid_server_rate`).
+    floor_rate_per_s: float = 0.0
 
     @property
     def peak(self) -> ServerTrial | None:
@@ -260,6 +187,7 @@ class ServerSearch:
             "start_rate_per_s": self.start_rate_per_s,
             "estimate": self.estimate.to_dict() if self.estimate else None,
             "trials": [trial.to_dict() for trial in self.trials],
+            "floor_rate_per_s": self.floor_rate_per_s,
             # derived, for readers of the stored record; from_dict recomputes them
             "peak_rate_per_s": peak.rate_per_s if peak else None,
             "failing_rate_per_s": failing.rate_per_s if failing else None,
@@ -273,6 +201,7 @@ class ServerSearch:
             start_rate_per_s=data["start_rate_per_s"],
             estimate=ScenarioResult.from_dict(estimate) if estimate else None,
             trials=tuple(ServerTrial.from_dict(trial) for trial in data["trials"]),
+            floor_rate_per_s=data.get("floor_rate_per_s", 0.0),
         )
 
 
@@ -569,15 +498,32 @@ DEFAULT_SEARCH_PRECISION = 0.1
 DEFAULT_SEARCH_MAX_RUNS = 10
 
 
+#: A Server run lasts at most its max duration, and LoadGen calls it invalid unless it issued its
+#: minimum query count by then: rates below count / max duration, with this headroom (LoadGen
+#: stops a little short of the count at exactly that rate), cannot make a valid run.
+SERVER_QUERY_HEADROOM = 1.1
+
+
+def lowest_valid_server_rate(settings: ScenarioSettings) -> float:
+    """The lowest Server rate that can issue the minimum query count within the max duration."""
+    queries = settings.query_count(Scenario.SERVER)
+    return queries / (settings.max_duration_ms / 1000) * SERVER_QUERY_HEADROOM
+
+
 def _search_rates(
-    passes: Callable[[float], bool], start_rate_per_s: float, precision: float, max_runs: int
+    passes: Callable[[float], bool],
+    start_rate_per_s: float,
+    precision: float,
+    max_runs: int,
+    floor_rate_per_s: float = 0.0,
 ) -> None:
     """Try rates with `passes` (one full run each): double (or halve) from the start until one
     rate passes and another fails, then bisect between them until the failing rate is within
-    `precision` (relative) of the passing one; at most `max_runs` rates."""
+    `precision` (relative) of the passing one; at most `max_runs` rates. Never below
+    `floor_rate_per_s`: once it fails, the search ends with no rate passed."""
     passing: float | None = None
     failing: float | None = None
-    rate_per_s = start_rate_per_s
+    rate_per_s = max(start_rate_per_s, floor_rate_per_s)
     for _ in range(max_runs):
         if passing is not None and failing is not None:
             if (failing - passing) / passing <= precision:
@@ -586,9 +532,27 @@ def _search_rates(
         if passes(rate_per_s):
             passing = rate_per_s
             rate_per_s *= 2
+        elif rate_per_s <= floor_rate_per_s:
+            return
         else:
             failing = rate_per_s
-            rate_per_s /= 2
+            rate_per_s = max(rate_per_s / 2, floor_rate_per_s)
+
+
+#: Slack on each LoadGen run's max duration: LoadGen stops issuing then, but waits for what it
+#: issued; an overloaded server trial (or an offline run sized too large) completes late.
+RUN_DURATION_SLACK = 2.0
+
+
+def max_scenario_s(settings: ScenarioSettings, scenario: Scenario | str) -> float:
+    """The longest a worker's LoadGen runs of `scenario` may take, in seconds: every run it may
+    start (a resized run; the server's estimate and each tried rate) at its max duration,
+    with slack. The one place this is computed (runner.isolate adds it to the deadline)."""
+    scenario = parse_scenario(scenario) if isinstance(scenario, str) else scenario
+    runs = 1 + MAX_RESIZED_RUNS
+    if scenario is Scenario.SERVER:
+        runs += DEFAULT_SEARCH_MAX_RUNS
+    return runs * settings.max_duration_ms / 1000 * RUN_DURATION_SLACK
 
 
 def find_peak_server_rate(
@@ -635,5 +599,7 @@ def find_peak_server_rate(
         trials.append(ServerTrial(rate_per_s, passed, result))
         return passed
 
-    _search_rates(passes, start_rate_per_s, precision, max_runs)
-    return ServerSearch(latency_bound_ms, start_rate_per_s, estimate, tuple(trials))
+    floor_rate_per_s = lowest_valid_server_rate(settings)
+    _search_rates(passes, start_rate_per_s, precision, max_runs, floor_rate_per_s)
+    return ServerSearch(latency_bound_ms, start_rate_per_s, estimate, tuple(trials),
+                        floor_rate_per_s)

@@ -15,6 +15,7 @@ from pathlib import Path
 from xlabench.core import Record, Spec, Status, UserError, failure, one_line, utc_now
 from xlabench.core.child import ChildExit, run_child
 from xlabench.measure import env as envinfo
+from xlabench.measure import scenarios
 from xlabench.zoo import entry_for
 
 DEFAULT_TIMEOUT_S = 1800.0
@@ -91,7 +92,7 @@ def run_isolated(
         job_path.write_text(WorkerJob(spec, sampling_target_rel_ci).to_json())
         command = [python, "-m", "xlabench.runner.worker", str(job_path), str(record_path),
                    *worker_args]
-        status, reason, log_tail = _wait(command, placement, timeout_s)
+        status, reason, log_tail = _wait(command, placement, worker_timeout_s(spec, timeout_s))
         record, unreadable = _read_record(record_path)
     if record is None or status is not None:
         record = failure(spec, status or Status.CRASHED,
@@ -103,6 +104,14 @@ def run_isolated(
         duration_s=time.perf_counter() - start,
         beside=placement.beside,
     )
+
+
+def worker_timeout_s(spec: Spec, timeout_s: float) -> float:
+    """A worker's deadline: `timeout_s` covers building, compiling and the timed loop; a LoadGen
+    scenario adds the longest its runs may take (a server search is many runs)."""
+    if not spec.scenario:
+        return timeout_s
+    return timeout_s + scenarios.max_scenario_s(spec.scenario_settings, spec.scenario)
 
 
 def _describe(spec: Spec) -> dict[str, str]:

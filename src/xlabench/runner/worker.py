@@ -40,11 +40,11 @@ from xlabench.core import (
     failure,
     utc_now,
 )
-from xlabench.core.backends import COST_BACKEND
+from xlabench.core.backends import COST_BACKEND, model_precision
 from xlabench.measure import env as envinfo
 from xlabench.measure import interference, stats, summarize, timing
 from xlabench.measure import parity as paritylib
-from xlabench.runner import native
+from xlabench.runner import native, scenario_run
 from xlabench.runner.isolate import WorkerJob
 from xlabench.zoo import build_for, entry_for
 
@@ -53,7 +53,7 @@ DTYPE_POLICY = {"fp32": "float32", "bf16": "bfloat16", "mixed": "mixed_bfloat16"
 #: the model is built. Values: segfault, hang, exit (os._exit), sysexit (sys.exit in the
 #: measured code), memoryerror, sigkill (as the OOM killer or a user would end it),
 #: badrecord (a record file the parent cannot parse); costs (only the cost count fails, in
-#: `--costs-only`).
+#: `--costs-only`); slow-sut:MS (a LoadGen scenario's every query batch sleeps MS ms more).
 FAULT_ENV = "XLABENCH_INJECT_FAULT"
 
 
@@ -72,9 +72,11 @@ def prepare_process(spec: Spec, scratch: str) -> None:
             os.environ[name] = value
 
 
-def run_spec(spec: Spec, sampling_target_rel_ci: float | None = None) -> Record:
+def run_spec(spec: Spec, sampling_target_rel_ci: float | None = None,
+             scratch: str | None = None) -> Record:
     """Measure `spec` in this process (sampling to the relaxed target if one is given, see
-    `WorkerJob`). Never raises: failures come back as records."""
+    `WorkerJob`; `scratch`: the worker's own directory, for LoadGen's logs). Never raises:
+    failures come back as records."""
     fingerprint = envinfo.static_fingerprint()
     started, start = utc_now(), time.perf_counter()
     entry_fields: dict[str, Any] = {}
@@ -84,7 +86,8 @@ def run_spec(spec: Spec, sampling_target_rel_ci: float | None = None) -> Record:
         problem = entry.unsupported_reason(spec.backend) or backends.missing_framework(spec.backend)
         if problem:
             return failure(spec, Status.UNSUPPORTED, problem, **entry_fields)
-        record = _measure(spec, entry, sampling_settings(spec, sampling_target_rel_ci))
+        scenario_run.require_loadgen(spec)
+        record = _measure(spec, entry, sampling_settings(spec, sampling_target_rel_ci), scratch)
     except UserError as exc:
         record = failure(spec, Status.FAILED, str(exc), **entry_fields)
     except NonFiniteOutputError as exc:
@@ -102,11 +105,13 @@ def run_spec(spec: Spec, sampling_target_rel_ci: float | None = None) -> Record:
                           duration_s=time.perf_counter() - start)
 
 
-def _measure(spec: Spec, entry: Any, settings: MeasureSettings) -> Record:
+def _measure(spec: Spec, entry: Any, settings: MeasureSettings, scratch: str | None = None
+             ) -> Record:
     backend = backends.load(spec.backend)
     import keras
 
-    keras.config.set_dtype_policy(DTYPE_POLICY[spec.precision])
+    # A runtime converts the fp32 model and executes spec.precision itself (core/backends.py).
+    keras.config.set_dtype_policy(DTYPE_POLICY[model_precision(spec.backend, spec.precision)])
     seed_all(spec.seed, spec.backend)
     runtime = backend.setup(spec)
     host_before = _current_rss_mb()
@@ -119,6 +124,16 @@ def _measure(spec: Spec, entry: Any, settings: MeasureSettings) -> Record:
     if spec.runner == "native":  # xlabench-native times the exported artifact
         record = native.measure(spec, entry, backend, model, x, runtime)
         return record.replace(costs=Costs(params=int(model.count_params())))
+    if spec.scenario:  # MLPerf's LoadGen issues the queries
+        record = scenario_run.measure(
+            spec, backend, model, x,
+            lambda out: _parity(spec, backend, model, x, _finite_outputs(backend.to_numpy(out),
+                                                                         spec)),
+            scratch, os.environ.get(FAULT_ENV, ""))
+        memory = dataclasses.replace(record.memory, peak_host_mb=_peak_rss_mb(),
+                                     host_mb_before_build=host_before)
+        return record.replace(family=entry.family, kind=entry.kind, env={"runtime": runtime},
+                              costs=Costs(params=int(model.count_params())), memory=memory)
     runner = backend.make_runner(model, spec.mode, x)
     first_s, out = timing.time_call(runner.step, backend.sync)
     outputs = _finite_outputs(backend.to_numpy(out), spec)
@@ -154,7 +169,7 @@ def _check_compute_dtype(spec: Spec, model: Any) -> None:
     """A saved model keeps the dtype policy it was saved with, whatever the global policy
     says: never time a float32 model under a bf16 label (the layers that hold weights say
     what is computed)."""
-    wanted = COMPUTE_DTYPE[spec.precision]
+    wanted = COMPUTE_DTYPE[model_precision(spec.backend, spec.precision)]
     computing = {layer.compute_dtype for layer in model._flatten_layers(include_self=False)
                  if layer.weights}
     have = next(iter(computing - {wanted}), None)
@@ -292,7 +307,7 @@ def main(argv: list[str]) -> int:
     scratch = tempfile.mkdtemp(prefix="xlabench-worker-")
     try:
         prepare_process(job.spec, scratch)
-        record = run_spec(job.spec, job.sampling_target_rel_ci)
+        record = run_spec(job.spec, job.sampling_target_rel_ci, scratch)
         bad = os.environ.get(FAULT_ENV) == "badrecord"
         write_json_atomic(record_path, "{half a record" if bad else record.to_json())
     finally:

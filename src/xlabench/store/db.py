@@ -22,6 +22,7 @@ from xlabench.core.result import (
     machine_id,
     software_id,
 )
+from xlabench.store.scenario_rows import scenario_fields
 from xlabench.store.schema import (
     APPLICATION,
     COMBINED_COLUMNS,
@@ -225,12 +226,16 @@ class ResultStore:
         self, result: Result, policy: ResultPolicy, complete: bool, sweep_id: str | None = None,
         label: str | None = None,
     ) -> None:
-        """Store (or update) the combined figure of a result."""
-        row = result_to_row(result, policy, complete, sweep_id, label)
+        """Store (or update) the combined figure of a result. Its scenario is its processes'
+        (a spec id fixes it; the processes are stored first)."""
         placeholders = ", ".join("?" for _ in COMBINED_NAMES)
         sql = (f"INSERT OR REPLACE INTO combined_results ({', '.join(COMBINED_NAMES)}) "
                f"VALUES ({placeholders})")
         with self._transaction() as conn:
+            found = conn.execute("SELECT scenario FROM results WHERE spec_id = ? LIMIT 1",
+                                 (result.spec_id,)).fetchone()
+            row = result_to_row(result, policy, complete, sweep_id, label,
+                                scenario=found[0] if found else "")
             conn.execute(sql, [row[c] for c in COMBINED_NAMES])
 
     def result_rows(self, **filters: Any) -> list[dict[str, Any]]:
@@ -238,7 +243,10 @@ class ResultStore:
         combined figures in place of that process's own (throughput, interval, confidence),
         plus `processes` ("3" or "3 of 4"), `ci_method`, `interference` (why the result is
         flagged, or ""). A row from before results had processes is a result of one process.
-        `status` filters the results' status; other filters the processes'."""
+        Every row has `store.scenario_rows.SCENARIO_ROW_KEYS`: a LoadGen scenario result's
+        figure in its unit with its interval (its throughput columns empty), LoadGen's
+        verdict, the Server latency bound, the shortfall; None (scenario "") for the timed
+        loop. `status` filters the results' status; other filters the processes'."""
         status = filters.pop("status", None)
         rows = self.rows_with_records(**filters)
         combined = {r.result_id: r for r in self.combined()}
@@ -437,7 +445,8 @@ def record_to_row(record: Record, sweep_id: str | None, label: str | None = None
         "parity_max_rel_diff": par and par.max_rel_diff,
         "synced": int(bool(record.sync)), "sweep_id": sweep_id,
         "record_json": record.to_json(), "device": device_name(record.env), "label": label,
-        "origin_db": None,
+        "origin_db": None, "scenario": spec.scenario,
+        "scenario_figure": record.scenario.figure if record.scenario else None,
         **_process_columns(record),
     }
 
@@ -450,7 +459,8 @@ def _legacy_result_row(row: dict[str, Any]) -> dict[str, Any]:
     why = interference_reason(Record.from_dict(record).interference) if row["result_id"] else None
     return {**flat, "processes": "1", "ci_confidence": throughput.get("ci_confidence"),
             "ci_method": ONE_PROCESS_METHOD,
-            "interference": why or ""}
+            "interference": why or "",
+            **scenario_fields(row.get("scenario") or "", record.get("scenario"))}
 
 
 def _runner(row: dict[str, Any]) -> str:
@@ -462,10 +472,13 @@ def _result_row(row: dict[str, Any], result: Result) -> dict[str, Any]:
     flat = {k: v for k, v in row.items() if k != "record_json"}
     flat["runner"] = _runner(row)
     shown = str(result.k) if result.k == result.k_total else f"{result.k} of {result.k_total}"
+    scenario = row.get("scenario") or ""
+    outcome = json.loads(row["record_json"]).get("scenario")
     if result.status != "ok":
         return {**flat, "status": result.status, "error": result.error, "processes": shown,
-                "ci_confidence": None, "ci_method": "", "interference": result.flag_reason}
-    return {
+                "ci_confidence": None, "ci_method": "", "interference": result.flag_reason,
+                **scenario_fields(scenario, outcome)}
+    combined = {
         **flat, "status": "ok", "error": None, "processes": shown,
         "throughput_sps": result.median_sps, "throughput_sps_ci_low": result.ci_low_sps,
         "throughput_sps_ci_high": result.ci_high_sps, "rel_ci_halfwidth": result.rel_ci_halfwidth,
@@ -473,6 +486,14 @@ def _result_row(row: dict[str, Any], result: Result) -> dict[str, Any]:
         "ci_method": result.ci_method, "interference": result.flag_reason,
         "batch_time_ms": 1000 * row["batch_size"] / result.median_sps,
     }
+    if not scenario:
+        return {**combined, **scenario_fields("", None)}
+    # A scenario's combined rate is no timed-loop throughput (single-stream: 1000 / p90): it
+    # is shown as the figure, in the scenario's unit, and the throughput columns stay empty.
+    figures = scenario_fields(scenario, outcome, result.median_sps, result.ci_low_sps,
+                              result.ci_high_sps)
+    empty = ("throughput_sps", "throughput_sps_ci_low", "throughput_sps_ci_high", "batch_time_ms")
+    return {**combined, **dict.fromkeys(empty), **figures}
 
 
 def _process_columns(record: Record) -> dict[str, Any]:
@@ -490,7 +511,7 @@ def _process_columns(record: Record) -> dict[str, Any]:
 
 def result_to_row(
     result: Result, policy: ResultPolicy, complete: bool, sweep_id: str | None,
-    label: str | None = None,
+    label: str | None = None, scenario: str = "",
 ) -> dict[str, Any]:
     return {
         "result_id": result.result_id, "spec_id": result.spec_id, "env_id": result.env_id,
@@ -503,4 +524,5 @@ def result_to_row(
         "flag_reason": result.flag_reason,
         "policy_json": json.dumps(policy.to_dict(), sort_keys=True),
         "result_json": result.to_json(), "label": label, "origin_db": None,
+        "scenario": scenario,
     }

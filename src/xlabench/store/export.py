@@ -8,6 +8,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from xlabench.store.scenario_rows import SCENARIO_ROW_KEYS
+
 #: The 2023 study's CSV columns, in its order.
 STUDY_COLUMNS = (
     "model_family",
@@ -39,8 +41,10 @@ def study_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def study_csv(rows: Iterable[dict[str, Any]]) -> str:
-    """Successful results as the study's CSV."""
-    ok_rows = [study_row(r) for r in rows if r["status"] == "ok" and r["throughput_sps"]]
+    """Successful timed-loop results as the study's CSV (a LoadGen scenario's figure is not
+    the study's throughput: left out)."""
+    ok_rows = [study_row(r) for r in rows
+               if r["status"] == "ok" and r["throughput_sps"] and not r.get("scenario")]
     return _csv(STUDY_COLUMNS, ok_rows)
 
 
@@ -51,12 +55,16 @@ RESULT_CSV_COLUMNS = (
     "throughput_sps", "throughput_sps_ci_low", "throughput_sps_ci_high", "ci_confidence",
     "ci_method", "precision_target_met", "interference", "latency_ms_p50", "latency_ms_p99",
     "compile_s", "parity_passed", "params", "macs_per_image", "source",
+    # a LoadGen scenario result (empty for the timed loop): its figure in its unit with the
+    # interval, LoadGen's verdict, the Server latency bound, the shortfall against MLPerf's
+    *SCENARIO_ROW_KEYS,
 )
 
 
 def results_csv(result_rows: Iterable[dict[str, Any]]) -> str:
     """One row per result (`ResultStore.result_rows`): the combined figure and its interval,
-    its confidence and method, how many processes, and why it is flagged (`interference`)."""
+    its confidence and method, how many processes, and why it is flagged (`interference`).
+    A scenario result's figure is in `figure` (in `unit`), its throughput columns empty."""
     rows = [{c: r.get(c) for c in RESULT_CSV_COLUMNS} for r in result_rows]
     return _csv(RESULT_CSV_COLUMNS, rows)
 
@@ -84,6 +92,8 @@ def full_csv(rows_with_records: Iterable[dict[str, Any]]) -> str:
             "duration_s": record.get("duration_s"),
             "provenance_json": json.dumps(record.get("provenance", {}), sort_keys=True),
             "error_detail": record.get("error_detail") or "",
+            # a LoadGen scenario's outcome with LoadGen's whole summary ("null": timed loop)
+            "scenario_json": json.dumps(record.get("scenario"), sort_keys=True),
         })
     columns = list(rows[0]) if rows else ["id"]
     return _csv(columns, rows)

@@ -187,9 +187,14 @@ def _source_rows(conn: sqlite3.Connection, path: Path) -> _Source:
     for row in processes:
         if row["device"] is None:  # a row from before v4: named as the migration names it
             row["device"] = _device_of(row["record_json"])
+        if row["scenario"] is None:  # before v5: as the migration fills it
+            row["scenario"], row["scenario_figure"] = _scenario_of(row["record_json"])
         row["_origin"] = row["origin_db"] or db_id
+    scenarios = {row["spec_id"]: row["scenario"] for row in processes if row["scenario"]}
     combined = _select(conn, "combined_results", COMBINED_NAMES)
     for row in combined:
+        if row["scenario"] is None:  # before v5: its processes' (a spec id fixes it)
+            row["scenario"] = scenarios.get(row["spec_id"], "")
         row["_origin"] = row["origin_db"] or db_id
     return _Source(path, db_id, version, processes, combined,
                    _select(conn, "device_peaks", PEAK_NAMES),
@@ -202,6 +207,20 @@ def _device_of(record_json: str) -> str:
     except (ValueError, AttributeError):
         env = {}
     return device_name(env if isinstance(env, dict) else {})
+
+
+def _scenario_of(record_json: str) -> tuple[str, float | None]:
+    """The scenario and the process's figure of a stored record ("" and None: the timed
+    loop)."""
+    try:
+        record = json.loads(record_json)
+    except ValueError:
+        return "", None
+    if not isinstance(record, dict):
+        return "", None
+    scenario = str((record.get("spec") or {}).get("scenario") or "")
+    figure = (record.get("scenario") or {}).get("figure") if scenario else None
+    return scenario, None if figure is None else float(figure)
 
 
 def _connect_read_only(path: Path) -> sqlite3.Connection:

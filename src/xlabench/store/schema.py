@@ -6,7 +6,7 @@ Record as JSON (raw samples, environment) so nothing measured is ever lost.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 APPLICATION = "xlabench"
 
 #: Flat columns of `results` derived from a Record, in order, with their SQL types.
@@ -66,11 +66,17 @@ RESULT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("device", "TEXT"),
     ("label", "TEXT"),
     ("origin_db", "TEXT"),
+    # v5: the LoadGen scenario a process ran ('' for the timed loop: `Spec.scenario`) and its
+    # figure in the scenario's unit (`core.scenario.FIGURES`; NULL for the timed loop), so
+    # readers select scenario results without parsing every record's JSON.
+    ("scenario", "TEXT NOT NULL DEFAULT ''"),
+    ("scenario_figure", "REAL"),
 )
-#: Columns of a v1 table, and those v2 and v4 added (the migrations add them).
-V1_RESULT_COLUMNS = RESULT_COLUMNS[:-9]
-V2_RESULT_COLUMNS = RESULT_COLUMNS[-9:-3]
-V4_RESULT_COLUMNS = RESULT_COLUMNS[-3:]
+#: Columns of a v1 table, and those v2, v4 and v5 added (the migrations add them).
+V1_RESULT_COLUMNS = RESULT_COLUMNS[:-11]
+V2_RESULT_COLUMNS = RESULT_COLUMNS[-11:-5]
+V4_RESULT_COLUMNS = RESULT_COLUMNS[-5:-2]
+V5_RESULT_COLUMNS = RESULT_COLUMNS[-2:]
 
 #: One row per result: the combined figure of its processes (the Result as JSON beside it).
 COMBINED_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -97,13 +103,17 @@ COMBINED_COLUMNS: tuple[tuple[str, str], ...] = (
     # v4: as in `results`
     ("label", "TEXT"),
     ("origin_db", "TEXT"),
+    # v5: as in `results`. A scenario result's throughput_sps (and interval) is its figure as
+    # a rate, higher is faster (`core.scenario.figure_to_rate`): single-stream 1000 / p90 ms.
+    ("scenario", "TEXT NOT NULL DEFAULT ''"),
 )
-V4_COMBINED_COLUMNS = COMBINED_COLUMNS[-2:]
+V4_COMBINED_COLUMNS = COMBINED_COLUMNS[-3:-1]
+V5_COMBINED_COLUMNS = COMBINED_COLUMNS[-1:]
 _COMBINED_TABLE = ("CREATE TABLE combined_results ("
                    + ", ".join(f"{name} {kind}" for name, kind in COMBINED_COLUMNS) + ")")
-#: The table as v2 made it: the v1 -> v2 migration must not add v4's columns.
+#: The table as v2 made it: the v1 -> v2 migration must not add v4's or v5's columns.
 _COMBINED_TABLE_V2 = ("CREATE TABLE combined_results ("
-                      + ", ".join(f"{name} {kind}" for name, kind in COMBINED_COLUMNS[:-2]) + ")")
+                      + ", ".join(f"{name} {kind}" for name, kind in COMBINED_COLUMNS[:-3]) + ")")
 _COMBINED_INDEX = "CREATE INDEX combined_spec ON combined_results (spec_id, env_id)"
 _RESULT_INDEX = "CREATE INDEX results_result ON results (result_id)"
 # v3: the device's measured peak (matmul GFLOP/s per dtype), once per environment: every
@@ -118,6 +128,15 @@ _MERGES_TABLE = ("CREATE TABLE merges (source_db_id TEXT NOT NULL, source_path T
                  "merged_at TEXT NOT NULL, processes INTEGER NOT NULL, results INTEGER NOT NULL, "
                  "summary_json TEXT NOT NULL)")
 _LABEL_INDEX = "CREATE INDEX results_label ON results (label)"
+_SCENARIO_FROM_JSON = (
+    "UPDATE results SET scenario = json_extract(record_json, '$.spec.scenario'), "
+    "scenario_figure = json_extract(record_json, '$.scenario.figure') "
+    "WHERE coalesce(json_extract(record_json, '$.spec.scenario'), '') != ''")
+#: A spec id fixes the scenario (it is part of the spec), so a result takes its processes'.
+_COMBINED_SCENARIO_FROM_RESULTS = (
+    "UPDATE combined_results SET scenario = (SELECT r.scenario FROM results r "
+    "WHERE r.spec_id = combined_results.spec_id AND r.scenario != '' LIMIT 1) "
+    "WHERE spec_id IN (SELECT spec_id FROM results WHERE scenario != '')")
 
 CREATE_STATEMENTS: tuple[str, ...] = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -156,5 +175,14 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "UPDATE results SET device = xlabench_device(json_extract(record_json, '$.env'))",
         _MERGES_TABLE,
         _LABEL_INDEX,
+    ),
+    # Scenario results were first stored by schema 5; a record that has one anyway (written
+    # by a development build) is given its columns from its JSON, its result from its spec.
+    4: (
+        *(f"ALTER TABLE results ADD COLUMN {name} {kind}" for name, kind in V5_RESULT_COLUMNS),
+        *(f"ALTER TABLE combined_results ADD COLUMN {name} {kind}"
+          for name, kind in V5_COMBINED_COLUMNS),
+        _SCENARIO_FROM_JSON,
+        _COMBINED_SCENARIO_FROM_RESULTS,
     ),
 }

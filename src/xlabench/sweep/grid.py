@@ -19,8 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.core import BACKEND_MODES, PRECISIONS, MeasureSettings, Spec, UserError
-from xlabench.core.backends import BACKENDS, FRAMEWORKS, RUNTIMES
+from xlabench.core.backends import BACKENDS, FRAMEWORKS, RUNTIMES, STUDY_BACKEND
 from xlabench.core.result import ResultPolicy
+from xlabench.core.scenario import (
+    Scenario,
+    ScenarioSettings,
+    parse_scenario,
+    scenario_settings_for,
+)
 from xlabench.core.spec import NATIVE_RUNTIMES, RESOLUTION_RANGE, RUNNERS
 from xlabench.runner.isolate import DEFAULT_TIMEOUT_S
 from xlabench.store import DEFAULT_DB
@@ -28,6 +34,7 @@ from xlabench.store.importer import STUDY_BUILT_AS
 from xlabench.zoo import KINDS, REGISTRY, ModelEntry, own
 
 DEFAULT_RESOLUTION = "default"
+DEFAULT_BATCH_SIZE = 4
 EXECUTORS = ("local", "ray")
 #: A run's label (`--label`, key `label`): what `xlabench compare` selects a side by.
 LABEL_PATTERN = re.compile(r"[A-Za-z0-9._:+-]{1,64}")
@@ -59,16 +66,25 @@ class GridPart:
     families: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
     resolutions: tuple[int | str, ...] = (DEFAULT_RESOLUTION,)
-    batch_sizes: tuple[int, ...] = (4,)
+    batch_sizes: tuple[int, ...] = (DEFAULT_BATCH_SIZE,)
     backends: tuple[str, ...] = tuple(BACKEND_MODES)
     modes: tuple[str, ...] = ()
     precisions: tuple[str, ...] = ("fp32",)
     repeats: int = 1
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     runner: str = "python"  # "native": only the compiled modes that have a native runtime
+    #: LoadGen scenarios each configuration runs instead of the timed loop (none: the loop),
+    #: with the settings given (`SCENARIO_KEYS`: key, value pairs).
+    scenarios: tuple[str, ...] = ()
+    scenario_values: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         _check_choices("backend", self.backends, BACKEND_MODES)
+        if self.scenario_values and not self.scenarios:
+            key = self.scenario_values[0][0]
+            raise UserError(f"{key} sets a LoadGen scenario: give scenarios too")
+        for scenario in self.scenarios:  # a bad setting: one line before anything runs
+            scenario_settings_from(scenario, STUDY_BACKEND, 1, dict(self.scenario_values))
         _check_choices("runner", (self.runner,), RUNNERS)
         all_modes = {m for modes in BACKEND_MODES.values() for m in modes}
         _check_choices("mode", self.modes, sorted(all_modes))
@@ -239,7 +255,10 @@ PRESETS: dict[str, dict[str, Any]] = {
 # ------------------------------------------------------------------------------ building
 #: Keys accepted in a TOML file and as flag overrides, grouped by what they configure.
 PART_KEYS = ("models", "families", "kinds", "resolutions", "batch_sizes", "backends", "modes",
-             "precisions", "repeats", "runner")
+             "precisions", "repeats", "runner", "scenarios")
+#: A LoadGen scenario's settings, as flags and TOML keys (seconds and milliseconds as named).
+SCENARIO_KEYS = ("latency_bound_ms", "scenario_min_duration_s", "scenario_max_duration_s",
+                 "scenario_min_queries", "batch_wait_ms")
 RUN_KEYS = ("db", "timeout", "executor", "workers", "ray_address", "log_wandb", "log_mlflow",
             "label", "unsafe_load")
 #: How many processes make a result (ResultPolicy): key -> field.
@@ -249,7 +268,8 @@ POLICY_KEYS = {"processes": "min_processes", "max_processes": "max_processes",
 #: Measurement keys: the CLI flag names, plus a [measure] table of MeasureSettings fields.
 MEASURE_FLAG_KEYS = {"target_ci": "target_rel_ci", "budget": "budget_s",
                      "min_sample_time": "min_sample_s"}
-TOML_KEYS = ("preset", *PART_KEYS, *RUN_KEYS, *POLICY_KEYS, *MEASURE_FLAG_KEYS, "measure")
+TOML_KEYS = ("preset", *PART_KEYS, *SCENARIO_KEYS, *RUN_KEYS, *POLICY_KEYS, *MEASURE_FLAG_KEYS,
+             "measure")
 
 
 def build_config(
@@ -334,6 +354,10 @@ def _override_part(part: dict[str, Any] | None, layer: dict[str, Any]) -> dict[s
             if not value:
                 return None
         part[key] = value
+    given = {key: layer[key] for key in SCENARIO_KEYS if key in layer}
+    if given:
+        part["scenario_values"] = tuple({**dict(part.get("scenario_values", ())),
+                                         **given}.items())
     measure = _measure_values(layer)
     if measure:
         base = part.get("measure", MeasureSettings())
@@ -393,8 +417,33 @@ def _run_values(layer: dict[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------ parsing
+def scenario_settings_from(scenario: str, backend: str, batch_size: int,
+                           values: Mapping[str, Any]) -> ScenarioSettings:
+    """A spec's scenario settings from flag/TOML values (`SCENARIO_KEYS`; the rest default):
+    `core.scenario.scenario_settings_for` with seconds turned into milliseconds.
+
+    Raises:
+        UserError: an unknown scenario or a bad value, in one line.
+    """
+    settings: dict[str, Any] = {}
+    for key, name in (("scenario_min_duration_s", "min_duration_ms"),
+                      ("scenario_max_duration_s", "max_duration_ms")):
+        if values.get(key) is not None:
+            settings[name] = round(1000 * _number(key.replace("_", " "), values[key]))
+    if values.get("scenario_min_queries") is not None:
+        settings["min_query_count"] = _integer("scenario min queries",
+                                               values["scenario_min_queries"])
+    if values.get("latency_bound_ms") is not None:
+        settings["latency_bound_ms"] = _number("latency bound (ms)", values["latency_bound_ms"])
+    if values.get("batch_wait_ms") is not None:
+        settings["batch_wait_ms"] = _non_negative("batch wait (ms)", values["batch_wait_ms"])
+    return scenario_settings_for(scenario, backend, batch_size, **settings)
+
+
 def _parse(key: str, value: Any) -> Any:
     """A TOML or flag value as the GridPart field wants it (tuples, ints)."""
+    if key == "scenarios":
+        return tuple(parse_scenario(str(v).strip()).value for v in _items(key, value))
     if key == "repeats":
         return _integer("repeats", value)
     if key == "runner":
@@ -448,6 +497,16 @@ def _number(what: str, value: Any) -> float:
         raise UserError(f"{what} must be a number, got {value!r}") from None
     if isinstance(value, bool) or number <= 0:
         raise UserError(f"{what} must be a positive number, got {value!r}")
+    return number
+
+
+def _non_negative(what: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{what} must be a number, got {value!r}") from None
+    if isinstance(value, bool) or not number >= 0:
+        raise UserError(f"{what} must be a number >= 0, got {value!r}")
     return number
 
 
@@ -562,9 +621,30 @@ def _entry_specs(
                     if part.runner == "native" and (backend, mode) not in NATIVE_RUNTIMES:
                         skipped[f"no native runtime for {backend}/{mode}"] += 1
                         continue
-                    specs.append(Spec(entry.name, backend, mode, resolution, batch_size=batch,
-                                      precision=precision, repeat=repeat, measure=part.measure,
-                                      runner=part.runner, **fields))
+                    spec = Spec(entry.name, backend, mode, resolution, batch_size=batch,
+                                precision=precision, repeat=repeat, measure=part.measure,
+                                runner=part.runner, **fields)
+                    specs += _scenario_specs(spec, part, skipped)
+    return specs
+
+
+def _scenario_specs(spec: Spec, part: GridPart, skipped: Counter[str]) -> list[Spec]:
+    """`spec` once per scenario of the part (none: the timed loop, `spec` itself). What a
+    scenario cannot run is left out and counted: single-stream at a batch other than 1, and
+    any scenario on the native runner (LoadGen runs in the Python worker)."""
+    if not part.scenarios:
+        return [spec]
+    specs = []
+    for scenario in part.scenarios:
+        if part.runner == "native":
+            skipped["LoadGen scenarios run in the Python worker, not the native runner"] += 1
+        elif scenario == Scenario.SINGLE_STREAM and spec.batch_size != 1:
+            skipped["single-stream runs batch 1 only"] += 1
+        else:
+            settings = scenario_settings_from(scenario, spec.backend, spec.batch_size,
+                                              dict(part.scenario_values))
+            specs.append(dataclasses.replace(spec, scenario=scenario,
+                                             scenario_settings=settings))
     return specs
 
 

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from xlabench.core import Record, Spec
 from xlabench.core.result import Result, interference_reason
+from xlabench.core.scenario import describe_figure
 from xlabench.sweep.plan import format_duration
 
 BAR_WIDTH = 24
@@ -123,8 +124,8 @@ class Progress:
     def _result_line(self, record: Record) -> str:
         spec, where = record.spec, f"[{self.finished}/{self.total}]"
         took = f"{record.duration_s:.0f} s" if record.duration_s else "-"
-        if record.ok and record.throughput is not None:
-            outcome = f"ok  {record.throughput.median_sps:.4g} samples/s"
+        if record.ok and (record.throughput is not None or record.scenario is not None):
+            outcome = f"ok  {_figure_text(record)}"
             why = interference_reason(record.interference)
             outcome += f"  INTERFERENCE: {why}" if why else ""
         else:
@@ -149,6 +150,19 @@ class Progress:
     def _write(self, text: str) -> None:
         self.stream.write(text)
         self.stream.flush()
+
+
+def _figure_text(record: Record) -> str:
+    """An ok process's figure with its unit: samples/s of the timed loop, or a LoadGen
+    scenario's ("p90 12.3 ms", "41.2 samples/s", "18.5 q/s within p99 50 ms") and how its
+    runs were shortened against MLPerf's."""
+    outcome = record.scenario
+    if outcome is None:
+        assert record.throughput is not None
+        return f"{record.throughput.median_sps:.4g} samples/s"
+    bound = record.spec.scenario_settings.latency_bound_ms
+    text = f"{outcome.scenario} {describe_figure(outcome.scenario, outcome.figure, bound)}"
+    return f"{text} [{outcome.shortfall}]" if outcome.shortfall else text
 
 
 def format_summary(summary: SweepSummary) -> str:

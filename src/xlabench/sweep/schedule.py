@@ -78,7 +78,7 @@ class ResultProcesses:
         clean = self.clean()
         if len(clean) < 2:
             return False  # nothing to narrow; flagged ones are re-run at the end
-        interval = combine.log_t_interval([r.throughput.median_sps for r in clean])  # type: ignore[union-attr]
+        interval = combine.log_t_interval([r.rate_per_s for r in clean])  # type: ignore[misc]
         return interval.rel_halfwidth > self.policy.target_rel_ci and self._budget_allows()
 
     def wants_rerun(self) -> bool:
@@ -96,7 +96,7 @@ class ResultProcesses:
         clean = self.clean()
         if len(clean) < 2:
             return None, ""
-        spread = combine.log_spread([r.throughput.median_sps for r in clean])  # type: ignore[union-attr]
+        spread = combine.log_spread([r.rate_per_s for r in clean])  # type: ignore[misc]
         target = SAMPLING_SHARE_OF_SPREAD * spread
         if target <= self.spec.measure.target_rel_ci:
             return None, ""

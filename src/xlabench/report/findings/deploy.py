@@ -1,6 +1,8 @@
-"""Which runtime to deploy: the fastest way to run each model that kept its outputs, against
-the study's TensorFlow eager and XLA, under reader-set latency and memory bounds, each way's
-median speedup per model family, and which runtimes ran which model families."""
+"""Which runtime to deploy: how each model behaves when deployed (the LoadGen scenarios, led by
+the highest Server rate within its latency bound, and bf16 beside fp32: `findings.deployed`),
+the fastest way to run each model that kept its outputs, against the study's TensorFlow eager
+and XLA, under reader-set latency and memory bounds, each way's median speedup per model
+family, and which runtimes ran which model families."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from xlabench.analysis import (
 )
 from xlabench.analysis.deploy import BOUND_KEYS
 from xlabench.core.backends import STUDY_BACKEND
+from xlabench.report.findings.deployed import deployed_tables
 from xlabench.report.model import PROVENANCE, SPS, Context, Finding
 from xlabench.report.tables import Bound, Column, Table
 
@@ -40,18 +43,22 @@ BOUND_NOTE = ("Rows: per device, model and resolution, the fastest way whose {wh
 
 
 def deploy_finding(ctx: Context) -> Finding:
-    """Per model and device the fastest way, the bound picks, and the runtime coverage."""
+    """Per model and device: the scenario and bf16 tables where there are such results (the
+    Server one first), the fastest way, the bound picks, and the runtime coverage."""
     fastest = fastest_deployments(ctx.results)
     coverage = runtime_coverage(ctx.results)
     if coverage.empty:
         return Finding(KEY, TITLE, part=PART, empty=(
             "No local result: nothing was measured on this machine to choose a runtime from."))
+    opening, deployed = deployed_tables(ctx.results)
     if fastest.empty:  # only failures (or parity failures): still say which runtimes failed
-        return Finding(KEY, TITLE, tables=[_coverage_table(coverage)], part=PART, empty=(
-            "No local result ran ok and passed parity: no runtime can be advised."))
-    tables = [_fastest_table(fastest), _latency_table(ctx.results),
+        return Finding(KEY, TITLE, opening, tables=[*deployed, _coverage_table(coverage)],
+                       part=PART, empty=None if deployed else (
+                           "No local result ran ok and passed parity: no runtime can be "
+                           "advised."))
+    tables = [*deployed, _fastest_table(fastest), _latency_table(ctx.results),
               _memory_table(ctx.results), _family_table(ctx.results), _coverage_table(coverage)]
-    return Finding(KEY, TITLE, _summary(fastest), [], tables, part=PART)
+    return Finding(KEY, TITLE, opening + _summary(fastest), [], tables, part=PART)
 
 
 def _summary(fastest: pd.DataFrame) -> list[str]:
