@@ -75,6 +75,7 @@ def scenario_result(backend: str, scenario: Scenario, figure: float, precision: 
     return [
         base.replace(
             spec=spec, throughput=None, latency=None,
+            backend_info={"executed_precision": precision},  # as OpenVINO's records say
             parity=parity or (BF16_PARITY if precision == "bf16" else FP32_PARITY),
             scenario=outcome(scenario, figure * factor, settings),
             process=ProcessInfo(result_id, index, index))

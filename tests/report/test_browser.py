@@ -122,22 +122,30 @@ LATENCY_PICKS = """() => Array.from(document.querySelector(
     'tbody tr')).filter(tr => !tr.hidden).map(tr => tr.children[4].textContent)"""
 
 
-def test_the_latency_bound_changes_the_pick(page: Any, tmp_path: Path) -> None:
-    from tests.report.conftest import deploy_records
+def _deploy_page(page: Any, tmp_path: Path, records: list[Any]) -> tuple[Any, Any, list[str]]:
+    """The deployment finding of `records` rendered alone in a new tab of the browser: (the
+    finding, the tab, the page errors it raised)."""
     from tests.report.test_analysis import frame
     from xlabench.report.findings.deploy import deploy_finding
     from xlabench.report.html import html_page
     from xlabench.report.model import Context
 
-    results = frame(deploy_records())
+    results = frame(records)
     finding = deploy_finding(Context(results, ReportOptions(), results.iloc[:0], None, None))
     html = tmp_path / "deploy.html"
     html.write_text(html_page([finding], [], "deploy"), encoding="utf-8")
-    deploy = page.context.new_page()
+    tab = page.context.new_page()
     problems: list[str] = []
-    deploy.on("pageerror", lambda e: problems.append(str(e)))
-    deploy.goto(html.as_uri())
-    deploy.wait_for_selector("body[data-rendered='1']", timeout=60_000)
+    tab.on("pageerror", lambda e: problems.append(str(e)))
+    tab.goto(html.as_uri())
+    tab.wait_for_selector("body[data-rendered='1']", timeout=60_000)
+    return finding, tab, problems
+
+
+def test_the_latency_bound_changes_the_pick(page: Any, tmp_path: Path) -> None:
+    from tests.report.conftest import deploy_records
+
+    _, deploy, problems = _deploy_page(page, tmp_path, deploy_records())
     assert deploy.evaluate(LATENCY_PICKS) == ["tensorflow/xla fp32"]  # the 10 ms default
     deploy.fill("input[data-bound-input=latency_ms_p99]", "25")
     assert deploy.evaluate(LATENCY_PICKS) == ["onnxruntime/compiled fp32"]
@@ -159,20 +167,8 @@ def test_the_deployment_section_opens_with_the_server_rate(page: Any, tmp_path: 
     """Scenario and bf16 results (tests/report/scenario_records.py): the page shows the
     Server table first, with the cells Python computed from the stored results."""
     from tests.report.scenario_records import scenario_records
-    from tests.report.test_analysis import frame
-    from xlabench.report.findings.deploy import deploy_finding
-    from xlabench.report.html import html_page
-    from xlabench.report.model import Context
 
-    results = frame(scenario_records())
-    finding = deploy_finding(Context(results, ReportOptions(), results.iloc[:0], None, None))
-    html = tmp_path / "scenarios.html"
-    html.write_text(html_page([finding], [], "scenarios"), encoding="utf-8")
-    deploy = page.context.new_page()
-    problems: list[str] = []
-    deploy.on("pageerror", lambda e: problems.append(str(e)))
-    deploy.goto(html.as_uri())
-    deploy.wait_for_selector("body[data-rendered='1']", timeout=60_000)
+    finding, deploy, problems = _deploy_page(page, tmp_path, scenario_records())
     shown = deploy.evaluate(DEPLOY_TABLES)
     deploy.close()
     assert [t["title"] for t in shown[:5]] == [t.title for t in finding.tables[:5]]

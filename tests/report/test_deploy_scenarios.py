@@ -158,6 +158,7 @@ def test_fp32_and_bf16_side_by_side(stored: Stored, finding: Finding) -> None:
     bf16 = stored.combined[("openvino", "bf16", "single-stream", None)]
     speedup = result_ratio(bf16, fp32)
     assert speedup is not None and speedup.ratio > 1.9  # bf16's p90 is half of fp32's
+    assert (single["fp32 executed as"], single["bf16 executed as"]) == ("fp32", "bf16")
     assert single["unit"] == "ms" and single["bf16 speedup [CI]"] == (
         f"{speedup.ratio:.2f}x [{speedup.ratio_low:.2f}x, {speedup.ratio_high:.2f}x]")
     assert single["interval"] == speedup.method

@@ -126,7 +126,11 @@ def _flatten(row: dict[str, Any]) -> dict[str, Any]:
     flat["software_id"] = software_id(record.get("env") or {}, str(row.get("backend", "")))
     stages = (record.get("warmup") or {}).get("compile_stages_s") or {}
     flat["compile_stages_s"] = {str(k): float(v) for k, v in stages.items()}
-    flat["same_compiler"] = (record.get("backend_info") or {}).get("same_compiler")
+    info = record.get("backend_info") or {}
+    flat["same_compiler"] = info.get("same_compiler")
+    # What the runtime says it computed in (OpenVINO's compiled model); a framework computes
+    # in the dtype policy of the spec's precision (the worker checks own models' layers).
+    flat["executed_precision"] = info.get("executed_precision") or row.get("precision")
     threads = (record.get("env") or {}).get("cpu_threads")
     flat["cpu_threads"] = threads if isinstance(threads, int | float) and threads else None
     spec = record.get("spec") or {}

@@ -47,7 +47,7 @@ SCENARIO_COLUMNS = (
     "rate_ci_high", "result", "processes", "sweep_id", "loadgen_valid", "latency_bound_ms",
     "max_batch", "concurrency", "batch_wait_ms", "sut", "shortfall", "p50_ms", "p90_ms",
     "p99_ms", "failing_rate_per_s", "parity_passed", "parity_max_rel_diff", "parity_rtol",
-    "passed_parity", "provenance", "id",
+    "passed_parity", "executed_precision", "provenance", "id",
 )
 
 
@@ -96,6 +96,7 @@ def _scenario_row(row: dict[str, Any]) -> dict[str, Any]:
                                      "scenario_settings", "sweep_id", "parity_passed",
                                      "parity_max_rel_diff", "parity_rtol", "passed_parity",
                                      "id", "spec_id")},
+        "executed_precision": row.get("executed_precision") or row.get("precision"),
         "way": way_of(row), "unit": FIGURES[Scenario(scenario)].unit,
         "provenance": f"{row['provenance']}; {processes} process" + "es" * (processes != 1),
         "figure_value": value, "figure_ci_low": value_low, "figure_ci_high": value_high,
@@ -238,6 +239,7 @@ PRECISION_COLUMNS = (
     "fp32_value", "fp32_ci_low", "fp32_ci_high", "bf16_value", "bf16_ci_low", "bf16_ci_high",
     "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_ci", "fp32_max_rel_diff",
     "fp32_rtol", "fp32_parity", "bf16_max_rel_diff", "bf16_rtol", "bf16_parity",
+    "fp32_executed", "bf16_executed",
 )
 
 
@@ -271,6 +273,7 @@ def _precision_row(fp32: dict[str, Any], bf16: dict[str, Any]) -> dict[str, Any]
             f"{name}_ci_high": row["figure_ci_high"],
             f"{name}_max_rel_diff": row["parity_max_rel_diff"],
             f"{name}_rtol": row["parity_rtol"], f"{name}_parity": row["parity_passed"],
+            f"{name}_executed": row.get("executed_precision"),
         })
     return {
         **{key: fp32[key] for key in (*MODEL_KEYS, "batch_size", "backend", "mode", "runner")},

@@ -164,7 +164,8 @@ def _gain_table(gains: pd.DataFrame) -> Table:
 def _precision_table(pairs: pd.DataFrame) -> Table:
     def side(name: str) -> tuple[Column, ...]:
         return (Column(f"{name}_value", f"{name} [CI]", "auto",
-                       ci=(f"{name}_ci_low", f"{name}_ci_high")),)
+                       ci=(f"{name}_ci_low", f"{name}_ci_high")),
+                Column(f"{name}_executed", f"{name} executed as", "text"))
 
     def parity(name: str) -> tuple[Column, ...]:
         return (Column(f"{name}_max_rel_diff", f"{name} max rel diff", "g"),
@@ -185,5 +186,7 @@ def _precision_table(pairs: pd.DataFrame) -> Table:
              "scenario with the same settings): both figures in their unit, bf16's speedup "
              "(its rate over fp32's; for a p90, fp32's p90 over bf16's) with the interval of "
              "measure.combine.result_ratio, and each side's parity against its reference "
-             "(max relative difference and the tolerance it was judged at). bf16 results that "
+             "(max relative difference and the tolerance it was judged at). 'executed as' is "
+             "the precision the runtime reports it computed in (OpenVINO's compiled model), "
+             "else the spec's. bf16 results that "
              "failed parity are kept here: they are the accuracy cost of the choice.")
