@@ -213,3 +213,11 @@ def test_a_failed_scenario_process_keeps_its_scenario(tmp_path: Path) -> None:
         (row,) = store_.result_rows()
     assert (row["status"], row["scenario"], row["unit"]) == ("failed", "offline", "samples/s")
     assert row["figure"] is None and row["loadgen_valid"] is None
+
+
+def test_a_failed_result_shows_no_figure() -> None:
+    from xlabench.cli.tables import _figure_text
+
+    row = {"figure": 0.0, "unit": "queries/s", "figure_ci_low": None, "figure_ci_high": None}
+    assert _figure_text({**row, "status": "failed"}) is None  # no Server rate passed
+    assert _figure_text({**row, "figure": 22.6, "status": "ok"}) == "22.6 queries/s"

@@ -54,7 +54,8 @@ def result_rows(store: ResultStore, **filters: Any) -> list[dict[str, Any]]:
 
 
 def _figure_text(row: dict[str, Any]) -> str | None:
-    if row.get("figure") is None:
+    # a failed result has no figure: its process's 0 (no Server rate passed) is no measurement
+    if row.get("figure") is None or row.get("status") != "ok":
         return None
     text = f"{_cell('figure', row['figure'])} {row['unit']}"
     low, high = row.get("figure_ci_low"), row.get("figure_ci_high")
