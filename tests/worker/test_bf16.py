@@ -71,11 +71,13 @@ def test_run_with_bf16_on_a_runtime_without_it_is_one_line_and_stores_nothing(
 
 
 @pytest.mark.slow
-def test_a_worker_asked_for_bf16_on_onnxruntime_writes_a_failed_record() -> None:
+@pytest.mark.parametrize("backend", ["onnxruntime", "executorch"])  # a TF and a torch export
+def test_a_worker_asked_for_bf16_on_a_runtime_without_it_writes_a_failed_record(
+        backend: str) -> None:
     """The worker path (a sweep never asks: the table's precisions decide)."""
-    spec = Spec("mobilenet_v3_small", "onnxruntime", "compiled", 32, batch_size=1,
+    spec = Spec("mobilenet_v3_small", backend, "compiled", 32, batch_size=1,
                 precision="bf16", measure=QUICK)
     record = run_isolated(spec, timeout_s=600)
     assert record.status is Status.FAILED
-    assert record.error.startswith("ConversionError: onnxruntime runs fp32 only, not 'bf16': ")
+    assert record.error.startswith(f"ConversionError: {backend} runs fp32 only, not 'bf16': ")
     assert "\n" not in record.error
