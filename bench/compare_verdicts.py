@@ -3,17 +3,26 @@
 (a) A/A: the same configurations swept into two databases, then `xlabench compare A.db
     B.db`: nothing changed, so every "faster" or "slower" is false. It prints the false-verdict
     rate (target: about 5% or less; each interval is 95%) and how often the ratio interval
-    holds 1. As a CI job keeps its baseline, A.db is swept twice, the second time under the
-    label `rerun` (a labelled sweep measures again): the baseline's results then carry the
-    between-run variation their re-runs show, and the verdicts compare A.db's `rerun` results.
-    Without it (`--no-history`) neither side knows how runs differ and compare gives no
-    faster/slower/same verdict between separate runs.
+    holds 1.
 (b) A/B: the same configurations swept with the workers limited to fewer cores
-    (`taskset -c 0 xlabench sweep ...`, one core) against the full machine (A.db of (a)). Per
-    configuration a longer reference pair of sweeps (--reference-processes each side) gives the
-    "true" ratio. It prints the share of the configurations whose reference ratio is beyond the
-    threshold that `compare` calls slower, the false "slower" calls among the others, and the
-    share of ratio intervals that hold the reference ratio.
+    (`taskset -c 0 xlabench sweep ...`, one core) against the full machine. A longer reference
+    pair of sweeps (--reference-processes rounds) gives the "true" ratio per configuration. It
+    prints the share of the configurations whose reference ratio is beyond the threshold that
+    `compare` calls slower, the false "slower" calls among the others, and the share of ratio
+    intervals that hold the reference ratio.
+
+Interleaved (the default): the two databases of a comparison are swept one round at a time in
+turn (`sweep --processes r` continues each result with round r), alternating which side goes
+first, so round r of both ran minutes apart. The two results share the sweep id (the same
+grid) and overlap in time, so `compare` pairs them by round and a drift of the machine between
+rounds cancels. This is how a CI job should compare two environments on a shared machine (as
+asv's `continuous` does); on this VM separate runs half an hour apart differed by 30-60%.
+
+--separate: each database swept whole, one after the other, as a CI job comparing against a
+stored baseline does. A.db is swept twice, the second time under the label `rerun` (a
+labelled sweep measures again), so that the baseline's results carry the between-run variation
+their re-runs show; `compare` adds it to the interval (without it, --no-history, neither side
+knows how runs differ and compare gives no faster/slower/same verdict between separate runs).
 
 The configurations: each model at one resolution, batch 4, on TensorFlow graph, JAX XLA,
 PyTorch eager and OpenVINO compiled (four per model; eight with the default two models). Every
@@ -56,22 +65,55 @@ def xlabench(*args: str, taskset: str | None = None, check: bool = True
     return done
 
 
+def _sweep_args(opts: argparse.Namespace, processes: int, label: str | None,
+                exact: bool) -> list[str]:
+    """The policy flags: `exact` (interleaved rounds) asks for exactly `processes`, with no
+    extra ones for a wide interval and no re-run of a flagged one (a re-run would land in a
+    later round, away from its pair)."""
+    policy = ["--processes", str(processes)] + (["--label", label] if label else [])
+    if exact or opts.quick:
+        policy += ["--max-processes", str(processes), "--rerun-flagged", "0"]
+    if opts.quick:
+        policy += list(QUICK_MEASURE)
+    elif opts.budget is not None:
+        policy += ["--budget", f"{opts.budget:g}"]
+    return policy
+
+
+def _sweep_group(db: Path, opts: argparse.Namespace, group: tuple[str, str], policy: list[str],
+                 taskset: str | None) -> None:
+    backends, modes = group
+    where = f" (taskset -c {taskset})" if taskset is not None else ""
+    print(f"  sweep {db.name}{where}: {backends} {modes} {' '.join(policy[:2])}", flush=True)
+    xlabench("sweep", "--models", opts.models, "--resolutions", str(opts.resolution),
+             "--batch-sizes", "4", "--backends", backends, "--modes", modes,
+             "--db", str(db), "--timeout", "900", *policy, taskset=taskset)
+
+
+def _groups(opts: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    return QUICK_GROUPS if opts.quick else GROUPS
+
+
 def sweep(db: Path, opts: argparse.Namespace, processes: int, taskset: str | None = None,
           label: str | None = None) -> float:
     """Every configuration into `db` (one sweep per group); returns the wall time."""
     start = time.perf_counter()
-    groups = QUICK_GROUPS if opts.quick else GROUPS
-    policy = ["--processes", str(processes)] + (["--label", label] if label else [])
-    if opts.quick:
-        policy += ["--max-processes", str(processes), "--rerun-flagged", "0", *QUICK_MEASURE]
-    elif opts.budget is not None:
-        policy += ["--budget", f"{opts.budget:g}"]
-    for backends, modes in groups:
-        where = f" (taskset -c {taskset})" if taskset is not None else ""
-        print(f"  sweep {db.name}{where}: {backends} {modes}", flush=True)
-        xlabench("sweep", "--models", opts.models, "--resolutions", str(opts.resolution),
-                 "--batch-sizes", "4", "--backends", backends, "--modes", modes,
-                 "--db", str(db), "--timeout", "900", *policy, taskset=taskset)
+    for group in _groups(opts):
+        _sweep_group(db, opts, group, _sweep_args(opts, processes, label, False), taskset)
+    return time.perf_counter() - start
+
+
+def sweep_interleaved(sides: list[tuple[Path, str | None]], opts: argparse.Namespace,
+                      rounds: int) -> float:
+    """Every configuration into each (db, taskset) side, one round at a time in turn: round r
+    of a group on every side before round r + 1 (odd rounds in the given order, even ones
+    reversed, so neither side always goes first). Returns the wall time."""
+    start = time.perf_counter()
+    for r in range(1, rounds + 1):
+        order = sides if r % 2 else sides[::-1]
+        for group in _groups(opts):
+            for db, taskset in order:
+                _sweep_group(db, opts, group, _sweep_args(opts, r, None, True), taskset)
     return time.perf_counter() - start
 
 
@@ -108,13 +150,31 @@ def _share(hits: int, total: int) -> str:
     return f"{hits}/{total} = {hits / total:.2f}" if total else f"{hits}/0"
 
 
+def interleaved_sweeps(opts: argparse.Namespace, work: Path) -> float:
+    """The compared databases, all interleaved in one loop: A (every CPU) with B (every CPU)
+    for the A/A and C (--new-cpus) for the A/B; A is the baseline of both."""
+    sides: list[tuple[Path, str | None]] = [(work / "A.db", None)]
+    if "a" in opts.parts:
+        sides.append((work / "B.db", None))
+    if "b" in opts.parts:
+        sides.append((work / "C.db", opts.new_cpus))
+    print(f"interleaved sweeps: {', '.join(db.name for db, _ in sides)}, {opts.processes} "
+          "rounds", flush=True)
+    return sweep_interleaved(sides, opts, opts.processes)
+
+
 def a_a(opts: argparse.Namespace, work: Path) -> None:
-    print("(a) A/A: the same configurations swept twice", flush=True)
-    a_s = baseline_sweeps(opts, work)
-    b_s = sweep(work / "B.db", opts, opts.processes)
-    report = compare(work / "A.db", work / "B.db", opts,
-                     HISTORY_LABEL if opts.history else None)
-    print(f"  sweeps took {a_s:.0f} s and {b_s:.0f} s")
+    if opts.interleave:
+        print("(a) A/A: the same configurations swept twice, interleaved", flush=True)
+        took = 0.0  # interleaved_sweeps measured A and B
+        report = compare(work / "A.db", work / "B.db", opts)
+    else:
+        print("(a) A/A: the same configurations swept twice, one after the other", flush=True)
+        took = baseline_sweeps(opts, work) + sweep(work / "B.db", opts, opts.processes)
+        report = compare(work / "A.db", work / "B.db", opts,
+                         HISTORY_LABEL if opts.history else None)
+    if took:
+        print(f"  sweeps took {took:.0f} s")
     print(f"  {'configuration':<48} {'ratio':>7} {'interval':>18}  verdict")
     judged = holds = false = 0
     for pair in report["pairs"]:
@@ -141,13 +201,20 @@ def a_b(opts: argparse.Namespace, work: Path) -> None:
         return
     print(f"(b) A/B: workers on CPUs {opts.new_cpus} (new) against all {len(cpus)} (baseline)",
           flush=True)
-    if not (work / "A.db").exists():
-        baseline_sweeps(opts, work)
-    sweep(work / "C.db", opts, opts.processes, taskset=opts.new_cpus)
-    print("  reference runs", flush=True)
-    sweep(work / "R_all.db", opts, opts.reference_processes)
-    sweep(work / "R_few.db", opts, opts.reference_processes, taskset=opts.new_cpus)
-    report = compare(work / "A.db", work / "C.db", opts, HISTORY_LABEL if opts.history else None)
+    if opts.interleave:
+        print(f"  reference runs: {opts.reference_processes} rounds", flush=True)
+        sweep_interleaved([(work / "R_all.db", None), (work / "R_few.db", opts.new_cpus)],
+                          opts, opts.reference_processes)
+        report = compare(work / "A.db", work / "C.db", opts)  # interleaved_sweeps measured
+    else:
+        if not (work / "A.db").exists():
+            baseline_sweeps(opts, work)
+        sweep(work / "C.db", opts, opts.processes, taskset=opts.new_cpus)
+        print("  reference runs", flush=True)
+        sweep(work / "R_all.db", opts, opts.reference_processes)
+        sweep(work / "R_few.db", opts, opts.reference_processes, taskset=opts.new_cpus)
+        report = compare(work / "A.db", work / "C.db", opts,
+                         HISTORY_LABEL if opts.history else None)
     reference = {p["spec_id"]: p for p in
                  compare(work / "R_all.db", work / "R_few.db", opts)["pairs"]}
     limit = 1.0 - opts.threshold / 100.0
@@ -185,12 +252,16 @@ def main() -> None:
                         help="comma-separated (default: %(default)s)")
     parser.add_argument("--resolution", type=int, default=64)
     parser.add_argument("--processes", type=int, default=3,
-                        help="processes per result in the compared sweeps (default 3)")
+                        help="processes (rounds) per result in the compared sweeps (default 3)")
     parser.add_argument("--reference-processes", type=int, default=6,
                         help="processes per result in the reference sweeps (default 6)")
     parser.add_argument("--threshold", type=float, default=5.0, help="percent (default 5)")
+    parser.add_argument("--separate", dest="interleave", action="store_false",
+                        help="sweep each database whole, one after the other (default: "
+                        "interleaved by round)")
     parser.add_argument("--no-history", dest="history", action="store_false",
-                        help="sweep the baseline once (no between-run variation known)")
+                        help="with --separate: sweep the baseline once (no between-run "
+                        "variation known)")
     parser.add_argument("--budget", type=float, default=None,
                         help="sampling seconds per process (default: the spec's 20; a process "
                         "stops earlier once its 2%% target is met)")
@@ -210,6 +281,9 @@ def main() -> None:
         raise SystemExit("taskset not found (util-linux); run with --parts a")
     opts.workdir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
+    if opts.interleave:
+        took = interleaved_sweeps(opts, opts.workdir)
+        print(f"  interleaved sweeps took {took:.0f} s", flush=True)
     if "a" in opts.parts:
         a_a(opts, opts.workdir)
     if "b" in opts.parts:

@@ -56,6 +56,29 @@ def test_resume_skips_ok_and_retries_failures(tmp_path: Path, record_factory) ->
     assert len({r["sweep_id"] for r in rows}) == 1  # the same grid keeps its sweep id
 
 
+def test_asking_for_more_processes_adds_rounds_to_the_same_result(
+    tmp_path: Path, record_factory
+) -> None:
+    """A complete result counts as done only for as many processes as it has: sweeping again
+    with more continues it (the same result id, the next round), which is how two databases
+    are measured interleaved, one round each in turn (bench/compare_verdicts.py)."""
+    one = _config(tmp_path, models="mobilenet_v3_small", backends="jax")
+    run_sweep(one, io.StringIO(), executor=ScriptedExecutor(record_factory))
+    again = ScriptedExecutor(record_factory)
+    assert run_sweep(one, io.StringIO(), executor=again).done_before == 1
+    assert again.asked == []
+
+    two = _config(tmp_path, models="mobilenet_v3_small", backends="jax", processes=2)
+    more = ScriptedExecutor(record_factory)
+    summary = run_sweep(two, io.StringIO(), executor=more)
+    assert (len(more.asked), summary.done_before) == (1, 0)
+    with ResultStore(two.db) as store:
+        (result,) = store.combined()
+        processes = store.processes(result.result_id)
+    assert (result.k_total, sorted(p.process.round for p in processes)) == (2, [0, 1])
+    assert len({p.process.result_id for p in processes}) == 1
+
+
 class _Counter:
     """Stands in for the cost-counting process: returns `costs` and notes each spec asked."""
 

@@ -197,11 +197,14 @@ class ResultStore:
         sql = "SELECT * FROM results" + (f" WHERE {where}" if where else "") + " ORDER BY id"
         return self._conn.execute(sql, list(filters.values())).fetchall()
 
-    def completed_spec_ids(self, env_ids: Iterable[str], label: str | None = None) -> set[str]:
+    def completed_spec_ids(self, env_ids: Iterable[str], label: str | None = None,
+                           processes: int = 1) -> set[str]:
         """Spec ids with a finished result in any of the given environments: a complete
-        combined result, or a successful v1 row (one process; kept, not silently re-run).
-        With `label`, only that run's results count: a labelled sweep measures again what
-        another label (or none) already has, and resumes its own."""
+        combined result of at least `processes` processes (a sweep asking for more continues
+        a result with the ones it has, one round after another), or a successful v1 row (one
+        process; kept, not silently re-run). With `label`, only that run's results count: a
+        labelled sweep measures again what another label (or none) already has, and resumes
+        its own."""
         env_list = list(env_ids)
         if not env_list:
             return set()
@@ -210,12 +213,16 @@ class ResultStore:
                   f"AND result_id IS NULL AND env_id IN ({marks})")
         combined = (f"SELECT DISTINCT spec_id FROM combined_results WHERE complete = 1 "
                     f"AND status = 'ok' AND env_id IN ({marks})")
+        legacy_args, combined_args = list(env_list), list(env_list)
         if label is not None:
             legacy += " AND label = ?"
             combined += " AND label = ?"
-            env_list.append(label)
-        found = {row[0] for row in self._conn.execute(legacy, env_list)}
-        return found | {row[0] for row in self._conn.execute(combined, env_list)}
+            legacy_args.append(label)
+            combined_args.append(label)
+        combined += " AND k_total >= ?"
+        combined_args.append(processes)
+        found = {row[0] for row in self._conn.execute(legacy, legacy_args)}
+        return found | {row[0] for row in self._conn.execute(combined, combined_args)}
 
     def processes(self, result_id: str) -> list[Record]:
         """The process records of one result, in the order they were stored."""

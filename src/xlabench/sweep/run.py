@@ -4,9 +4,10 @@ A configuration's result is several worker processes (see `schedule`). Resumabil
 four rules: a process record is written (one transaction) only once its worker has finished; a
 result's id is stable for the same sweep, spec and environment, so a resumed sweep continues
 the result with the processes it already has; a spec counts as done only when its combined
-result is complete (or it has a successful one-process result from before results had
-processes); this process is the only writer. Killed at any moment, a sweep has lost at most the
-processes that were running.
+result is complete with at least the processes this sweep asks for (or it has a successful
+one-process result from before results had processes), so asking for more processes adds
+rounds to the same result; this process is the only writer. Killed at any moment, a sweep has
+lost at most the processes that were running.
 """
 
 from __future__ import annotations
@@ -84,8 +85,9 @@ class Sweep:
             if exists or not dry_run:
                 self.store = ResultStore(config.db)
             self.env_ids = self.executor.env_ids()
-            done = (self.store.completed_spec_ids(self.env_ids, config.label) if self.store
-                    else set())
+            done = (self.store.completed_spec_ids(self.env_ids, config.label,
+                                                  config.policy.min_processes)
+                    if self.store else set())
             self.plan: Plan = make_plan(self.grid, done, self.executor.workers, self.store,
                                         config.policy.min_processes)
         except BaseException:
