@@ -66,7 +66,7 @@ def xlabench(*args: str, taskset: str | None = None, check: bool = True
 
 
 def _sweep_args(opts: argparse.Namespace, processes: int, label: str | None,
-                exact: bool) -> list[str]:
+                exact: bool, budget: float | None = None) -> list[str]:
     """The policy flags: `exact` (interleaved rounds) asks for exactly `processes`, with no
     extra ones for a wide interval and no re-run of a flagged one (a re-run would land in a
     later round, away from its pair)."""
@@ -75,8 +75,8 @@ def _sweep_args(opts: argparse.Namespace, processes: int, label: str | None,
         policy += ["--max-processes", str(processes), "--rerun-flagged", "0"]
     if opts.quick:
         policy += list(QUICK_MEASURE)
-    elif opts.budget is not None:
-        policy += ["--budget", f"{opts.budget:g}"]
+    elif (budget or opts.budget) is not None:
+        policy += ["--budget", f"{budget or opts.budget:g}"]
     return policy
 
 
@@ -104,7 +104,7 @@ def sweep(db: Path, opts: argparse.Namespace, processes: int, taskset: str | Non
 
 
 def sweep_interleaved(sides: list[tuple[Path, str | None]], opts: argparse.Namespace,
-                      rounds: int) -> float:
+                      rounds: int, budget: float | None = None) -> float:
     """Every configuration into each (db, taskset) side, one round at a time in turn: round r
     of a group on every side before round r + 1 (odd rounds in the given order, even ones
     reversed, so neither side always goes first). Returns the wall time."""
@@ -113,7 +113,8 @@ def sweep_interleaved(sides: list[tuple[Path, str | None]], opts: argparse.Names
         order = sides if r % 2 else sides[::-1]
         for group in _groups(opts):
             for db, taskset in order:
-                _sweep_group(db, opts, group, _sweep_args(opts, r, None, True), taskset)
+                _sweep_group(db, opts, group, _sweep_args(opts, r, None, True, budget),
+                             taskset)
     return time.perf_counter() - start
 
 
@@ -204,7 +205,7 @@ def a_b(opts: argparse.Namespace, work: Path) -> None:
     if opts.interleave:
         print(f"  reference runs: {opts.reference_processes} rounds", flush=True)
         sweep_interleaved([(work / "R_all.db", None), (work / "R_few.db", opts.new_cpus)],
-                          opts, opts.reference_processes)
+                          opts, opts.reference_processes, opts.reference_budget)
         report = compare(work / "A.db", work / "C.db", opts)  # interleaved_sweeps measured
     else:
         if not (work / "A.db").exists():
@@ -265,6 +266,9 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=None,
                         help="sampling seconds per process (default: the spec's 20; a process "
                         "stops earlier once its 2%% target is met)")
+    parser.add_argument("--reference-budget", type=float, default=None,
+                        help="sampling seconds per process of the reference sweeps (default: "
+                        "--budget): a longer reference in fewer rounds")
     parser.add_argument("--new-cpus", default="0",
                         help="taskset CPU list of the A/B's new side (default 0: one core)")
     parser.add_argument("--workdir", type=Path, default=Path("compare-verdicts"),

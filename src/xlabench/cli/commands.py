@@ -168,8 +168,9 @@ def add_policy_args(p: Any, defaults: ResultPolicy | None) -> None:
     keep = defaults is not None
     p.add_argument("--processes", type=int_arg("processes"),
                    default=shown.min_processes if keep else None,
-                   help="fresh worker processes per result, at least "
-                   f"(default {shown.min_processes})")
+                   help="fresh worker processes per result, at least; a sweep asking for "
+                   "more than a stored result has continues it (default "
+                   f"{shown.min_processes})")
     p.add_argument("--max-processes", type=int_arg("max processes"),
                    default=shown.max_processes if keep else None,
                    help="add processes up to this many while the combined interval is wider "
