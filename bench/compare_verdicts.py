@@ -216,13 +216,14 @@ def a_b(opts: argparse.Namespace, work: Path) -> None:
         sweep(work / "R_few.db", opts, opts.reference_processes, taskset=opts.new_cpus)
         report = compare(work / "A.db", work / "C.db", opts,
                          HISTORY_LABEL if opts.history else None)
-    reference = {p["spec_id"]: p for p in
+    # By configuration, not spec id: a --reference-budget is part of the reference's specs.
+    reference = {_name(p): p for p in
                  compare(work / "R_all.db", work / "R_few.db", opts)["pairs"]}
     limit = 1.0 - opts.threshold / 100.0
     beyond = called = other = false_slower = judged = holds = 0
     print(f"  {'configuration':<48} {'ratio':>7} {'interval':>18} {'reference':>10}  verdict")
     for pair in report["pairs"]:
-        ref = reference.get(pair["spec_id"])
+        ref = reference.get(_name(pair))
         true_ratio = ref["ratio"] if ref is not None and ref["ratio_low"] is not None else None
         ratio = "-" if pair["ratio"] is None else f"{pair['ratio']:.3f}"
         shown = "-" if true_ratio is None else f"{true_ratio:.3f}"
