@@ -213,16 +213,13 @@ class ResultStore:
                   f"AND result_id IS NULL AND env_id IN ({marks})")
         combined = (f"SELECT DISTINCT spec_id FROM combined_results WHERE complete = 1 "
                     f"AND status = 'ok' AND env_id IN ({marks})")
-        legacy_args, combined_args = list(env_list), list(env_list)
         if label is not None:
             legacy += " AND label = ?"
             combined += " AND label = ?"
-            legacy_args.append(label)
-            combined_args.append(label)
+            env_list.append(label)
+        found = {row[0] for row in self._conn.execute(legacy, env_list)}
         combined += " AND k_total >= ?"
-        combined_args.append(processes)
-        found = {row[0] for row in self._conn.execute(legacy, legacy_args)}
-        return found | {row[0] for row in self._conn.execute(combined, combined_args)}
+        return found | {row[0] for row in self._conn.execute(combined, [*env_list, processes])}
 
     def processes(self, result_id: str) -> list[Record]:
         """The process records of one result, in the order they were stored."""
