@@ -42,12 +42,21 @@ def test_runtime_specs_compare_with_keras_eager(backend: str, mode: str) -> None
 
 def test_a_table_entry_that_contradicts_itself_is_refused() -> None:
     names = MappingProxyType({"compiled": "its compiler"})
+    compiled = ("compiled",)
     with pytest.raises(ValueError, match="export backend"):  # a runtime exports from somewhere
-        BackendInfo("x", "X", "runtime", ("compiled",), names, ("fp32",), "x", "pip install x", ())
+        BackendInfo("x", "X", "runtime", ("compiled",), names, ("fp32",), "x", "pip install x", (),
+                    compiled_modes=compiled)
     with pytest.raises(ValueError, match="mode names"):
-        BackendInfo("x", "X", "framework", ("eager", "compiled"), names, ("fp32",), "x", "", ())
+        BackendInfo("x", "X", "framework", ("eager", "compiled"), names, ("fp32",), "x", "", (),
+                    compiled_modes=compiled)
     with pytest.raises(ValueError, match="precisions"):
-        BackendInfo("x", "X", "framework", ("compiled",), names, ("fp64",), "x", "", ())
+        BackendInfo("x", "X", "framework", ("compiled",), names, ("fp64",), "x", "", (),
+                    compiled_modes=compiled)
+    with pytest.raises(ValueError, match="compiled modes"):  # flags a mode it does not have
+        BackendInfo("x", "X", "framework", ("compiled",), names, ("fp32",), "x", "", (),
+                    compiled_modes=("xla",))
+    with pytest.raises(TypeError, match="compiled_modes"):  # every entry says (possibly none)
+        BackendInfo("x", "X", "framework", ("compiled",), names, ("fp32",), "x", "", ())
 
 
 def test_one_line_keeps_the_line_that_names_what_was_refused() -> None:

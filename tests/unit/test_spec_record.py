@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from xlabench.core import (
+    BACKENDS,
+    COMPILED_MODES,
+    BackendInfo,
     Costs,
     MeasureSettings,
     Parity,
@@ -15,6 +20,7 @@ from xlabench.core import (
     UserError,
     failure,
 )
+from xlabench.core.backends import compiled_mode_names
 
 
 def test_spec_id_is_stable_and_sensitive() -> None:
@@ -47,6 +53,23 @@ def test_graph_mode_only_on_tensorflow() -> None:
     assert Spec("m", "tensorflow", "graph", 64).compiled is False
     assert Spec("m", "tensorflow", "xla", 64).compiled is True
     assert Spec("m", "torch", "compiled", 64).baseline_mode == "eager"
+
+
+@pytest.mark.parametrize("described", BACKENDS, ids=lambda b: b.name)
+def test_a_spec_is_compiled_in_the_modes_its_backend_flags(described: BackendInfo) -> None:
+    for mode in described.modes:
+        assert Spec("m", described.name, mode, 64).compiled == (mode in described.compiled_modes)
+    assert {m for b in BACKENDS for m in b.compiled_modes} == COMPILED_MODES
+
+
+def test_a_mode_name_compiled_in_one_backend_only_is_refused() -> None:
+    """"compiled" is read from the mode's name: a new backend that names a mode "compiled"
+    and forgets to flag it (or flags a "basic") would make every reading of it wrong."""
+    torch = next(b for b in BACKENDS if b.name == "torch")
+    unflagged = dataclasses.replace(torch, name="newcomer", compiled_modes=())
+    with pytest.raises(ValueError, match=r"\['compiled'\] are compiled in one backend"):
+        compiled_mode_names((*BACKENDS, unflagged))
+    assert compiled_mode_names(BACKENDS) == COMPILED_MODES
 
 
 def test_record_round_trip_keeps_everything() -> None:

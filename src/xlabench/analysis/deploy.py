@@ -18,7 +18,7 @@ from xlabench.analysis.intervals import BOOTSTRAP_SEED, speedup_interval
 from xlabench.analysis.ranking import RankRule, rank
 from xlabench.analysis.result_rows import latest_per_config
 from xlabench.core import BACKEND_MODES
-from xlabench.core.backends import STUDY_BACKEND
+from xlabench.core.backends import STUDY_BACKEND, info
 from xlabench.core.spec import RUNTIME_BACKENDS
 
 #: One deployment question: this model on this device at this input size and batch.
@@ -30,8 +30,10 @@ WAY_KEYS = ("backend", "mode", "precision", "runner")
 #: A study baseline is the same configuration as the pick but for the way it is run.
 SAME_CONFIG = ("source", "device", "model", "resolution", "batch_size", "precision", "weights",
                "tf32")
-#: The study's two choices, run by the Python worker as the study ran them.
-STUDY_BASELINES = {"tf_eager": "eager", "tf_xla": "xla"}
+#: The study's two choices, run by the Python worker as the study ran them: TensorFlow's eager
+#: baseline (its first mode) and its compiled mode (XLA), read from its table entry.
+STUDY_BASELINES = {"tf_eager": BACKEND_MODES[STUDY_BACKEND][0],
+                   "tf_xla": info(STUDY_BACKEND).compiled_modes[0]}
 #: Defaults of the reader-set bounds, used where the page cannot ask (findings.md).
 DEFAULT_LATENCY_BOUND_MS = 10.0  # a 100 frames/s real-time budget per image
 DEFAULT_HOST_MEM_BOUND_MB = 4096.0  # a modest inference host or container

@@ -217,6 +217,10 @@ def speedup_by_kind(speedups: pd.DataFrame) -> pd.DataFrame:
     return summary.reset_index()
 
 
+#: TensorFlow's modes as its table entry lists them: eager, graph (tf.function), xla.
+_TF_MODES = BACKEND_MODES[STUDY_BACKEND]
+
+
 def eager_graph_xla_decomposition(results: pd.DataFrame) -> pd.DataFrame:
     """Split TensorFlow's eager -> XLA gain into Python overhead and compiler.
 
@@ -235,7 +239,7 @@ def eager_graph_xla_decomposition(results: pd.DataFrame) -> pd.DataFrame:
     tf = latest[(latest["backend"] == STUDY_BACKEND) & (latest["runner"] == "python")]
     keep = [*PAIR_KEYS, "throughput_sps", "family", "kind", "provenance"]
     merged = None
-    for mode in ("eager", "graph", "xla"):
+    for mode in _TF_MODES:
         side = tf[tf["mode"] == mode][keep].rename(columns={"throughput_sps": f"{mode}_sps"})
         if merged is not None:
             side = side.drop(columns=["family", "kind", "provenance"])
@@ -245,7 +249,7 @@ def eager_graph_xla_decomposition(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def _decompose(frame: pd.DataFrame) -> pd.DataFrame:
-    ms = {m: 1000 * frame["batch_size"] / frame[f"{m}_sps"] for m in ("eager", "graph", "xla")}
+    ms = {m: 1000 * frame["batch_size"] / frame[f"{m}_sps"] for m in _TF_MODES}
     overhead_ms, compiler_ms = ms["eager"] - ms["graph"], ms["graph"] - ms["xla"]
     total_ms = ms["eager"] - ms["xla"]
     return frame.assign(

@@ -49,10 +49,11 @@ from typing import Any
 from xlabench.backends import runtime
 from xlabench.backends import torch as torch_backend
 from xlabench.backends.base import Runner, package_version
+from xlabench.core.backends import EXPORT_BACKENDS
 from xlabench.core.spec import Spec
 
 #: Keras backend that builds and exports the model for ExecuTorch.
-EXPORT_BACKEND = "torch"
+EXPORT_BACKEND = EXPORT_BACKENDS["executorch"]  # its entry in core/backends.py
 SYNC = ("none needed: Method.execute runs on the CPU and returns when its outputs are "
         "computed (host tensors, copied out of the planned memory)")
 #: The partitioner per mode (None: no delegate, the runtime's CPU kernels run every op).

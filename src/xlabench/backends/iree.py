@@ -28,10 +28,11 @@ import numpy as np
 from xlabench.backends import jax as jax_backend
 from xlabench.backends import runtime
 from xlabench.backends.base import Runner, package_version
+from xlabench.core.backends import EXPORT_BACKENDS
 from xlabench.core.spec import Spec
 
 #: Keras backend that builds and exports the model for IREE.
-EXPORT_BACKEND = "jax"
+EXPORT_BACKEND = EXPORT_BACKENDS["iree"]  # its entry in core/backends.py
 SYNC = ("each step copies the outputs to host NumPy arrays (DeviceArray.to_host); the "
         "local-task invocation returns when they are computed")
 DRIVER = "local-task"

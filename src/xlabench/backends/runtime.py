@@ -18,11 +18,9 @@ from typing import Any, TypeVar
 
 from xlabench.backends import tensorflow as tf_backend
 from xlabench.backends.base import ConversionError, Runner, keras_input
-from xlabench.core.backends import precision_problem
+from xlabench.core.backends import EXPORT_BACKENDS, precision_problem
 from xlabench.core.spec import REFERENCE_MODE, Spec
 
-#: Keras backend that builds, traces and exports the model for every runtime.
-EXPORT_BACKEND = "tensorflow"
 #: Set by `environment`: where a worker's artifacts (IR, ONNX files) are written.
 ARTIFACTS_ENV = "XLABENCH_ARTIFACTS_DIR"
 INPUT_NAME = "images"
@@ -33,7 +31,7 @@ SYNC = "none needed: the runtime's inference call is synchronous (returns host a
 def environment(spec: Spec, environ: dict[str, str], scratch: str) -> dict[str, str | None]:
     return {
         **tf_backend.environment(spec, environ, scratch),
-        "KERAS_BACKEND": EXPORT_BACKEND,
+        "KERAS_BACKEND": EXPORT_BACKENDS[spec.backend],
         ARTIFACTS_ENV: scratch,
     }
 
@@ -44,7 +42,7 @@ def setup_exporter(spec: Spec) -> dict[str, Any]:
 
     exporter = tf_backend.setup(spec)
     return {
-        "export_backend": EXPORT_BACKEND,
+        "export_backend": EXPORT_BACKENDS[spec.backend],
         "export_framework_version": exporter["framework_version"],
         "keras_version": keras.__version__,
         "threads": cpu_count(),

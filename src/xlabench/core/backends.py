@@ -1,9 +1,12 @@
 """Every backend, described once: what it is called, its modes and precisions, what it needs
-installed, who exports its model, and which xlabench-native runtime runs its artifacts.
+installed, which of its modes compile, who exports its model, which xlabench-native runtime
+runs its artifacts, and whether it provides a GEMM for the device's measured peak.
 
-Every other list of backends (`core.spec.BACKEND_MODES`, the sweep grid's backend order and
-precisions, the runtimes a coverage survey tries, the backend modules `backends.load` imports,
-the packages that identify a backend's software in `core.result`) is derived from `BACKENDS`.
+Every other list of backends and modes (`core.spec.BACKEND_MODES` and `COMPILED_MODES`, the
+sweep grid's backend order and precisions, the runtimes a coverage survey tries, each runtime
+module's export backend, the backend modules `backends.load` imports, the GEMM libraries the
+device peak compares, the packages that identify a backend's software in `core.result`) is
+derived from `BACKENDS`.
 Adding a backend is one entry here plus its module `xlabench.backends.<name>` (docs/extending.md).
 
 Standard library only: core is imported by every layer, including those that never import a
@@ -51,6 +54,8 @@ class BackendInfo:
         install_hint: ... and how to get it.
         identifying_packages: the distributions (beside Keras and NumPy) whose versions can
             change its speed: two environments that agree on these run the same software.
+        compiled_modes: its modes that run a whole-graph compiler (the study's "xla=True"
+            column); a mode name means the same in every backend (checked below).
         export_backend: the Keras backend that builds and exports the model (runtimes only).
         native_runtimes: mode -> the xlabench-native runtime that times that mode's artifact.
         model_precision: the precision its Keras model is built and exported in, whatever the
@@ -63,6 +68,9 @@ class BackendInfo:
             module's `make_runners`, one runner per thread).
         scenario_sut: how it takes LoadGen's queries (batching, concurrency, threads), in
             words, stored with every scenario record.
+        peak_gemm: the function of its module that returns its dense matrix multiply
+            (`core.gemm.GemmMaker`) for the device's measured peak (runner/peaks.py), or None
+            when it provides none.
     """
 
     name: str
@@ -81,15 +89,20 @@ class BackendInfo:
     precision_note: str = ""
     scenario_concurrency: int = 1
     scenario_sut: str = "one query batch at a time; its own threads use the worker's CPUs"
+    peak_gemm: str | None = None
+    #: No default: every backend says which of its modes compile (possibly none).
+    compiled_modes: tuple[str, ...] = field(kw_only=True)
 
     def __post_init__(self) -> None:
         if self.scenario_concurrency < 1 or not self.scenario_sut:
             raise ValueError(f"{self.name}: needs a scenario concurrency >= 1, described")
         if (self.kind == "runtime") != (self.export_backend is not None):
             raise ValueError(f"{self.name}: a runtime (and only a runtime) has an export backend")
-        unknown = (set(self.mode_names) | set(self.native_runtimes)) - set(self.modes)
+        unknown = (set(self.mode_names) | set(self.native_runtimes)
+                   | set(self.compiled_modes)) - set(self.modes)
         if unknown or set(self.mode_names) != set(self.modes):
-            raise ValueError(f"{self.name}: mode names and native runtimes must name its modes")
+            raise ValueError(f"{self.name}: mode names, native runtimes and compiled modes must "
+                             "name its modes")
         if not set(self.precisions) <= set(PRECISIONS) or self.model_precision not in (
                 None, *PRECISIONS):
             raise ValueError(f"{self.name}: unknown precisions {self.precisions}")
@@ -117,6 +130,7 @@ BACKENDS: tuple[BackendInfo, ...] = (
         "jax", "JAX", "framework", ("eager", "xla"),
         _names(eager="eager (op by op)", xla="jax.jit (XLA)"), PRECISIONS,
         "jax", "pip install 'xlabench[jax]'  (or: pip install jax)", ("jax", "jaxlib"),
+        compiled_modes=("xla",),
         native_runtimes=MappingProxyType({"xla": NativeRuntime(
             "pjrt", "PJRT_Event_Await on the last execution's completion event",
             "pip install xla-cpu-pjrt (the PJRT CPU plugin), then `make setup`")})),
@@ -125,11 +139,13 @@ BACKENDS: tuple[BackendInfo, ...] = (
         _names(eager="eager", graph="tf.function (graph, no XLA)",
                xla="tf.function(jit_compile=True) (XLA)"), PRECISIONS,
         "tensorflow", "pip install 'xlabench[tensorflow]' (or: pip install tensorflow)",
-        ("tensorflow",), native_runtimes=MappingProxyType({"graph": _TF_C, "xla": _TF_C})),
+        ("tensorflow",), compiled_modes=("xla",),  # graph: no whole-graph compiler
+        native_runtimes=MappingProxyType({"graph": _TF_C, "xla": _TF_C})),
     BackendInfo(
         "torch", "PyTorch", "framework", ("eager", "compiled"),
         _names(eager="eager (torch.no_grad)", compiled="torch.compile (Inductor)"), PRECISIONS,
         "torch", "pip install 'xlabench[torch]'  (or: pip install torch)", ("torch",),
+        compiled_modes=("compiled",), peak_gemm="peak_gemm",
         native_runtimes=MappingProxyType({"compiled": NativeRuntime(
             "aoti", "AOTIModelPackageLoader::run returns when its outputs are computed (CPU)",
             "pip install torch (libtorch ships in its wheel), then `make setup`")})),
@@ -142,6 +158,7 @@ BACKENDS: tuple[BackendInfo, ...] = (
         _names(compiled="OpenVINO CPU plugin (compile_model)"), ("fp32", "bf16"),
         "openvino", "pip install 'xlabench[openvino]'  (or: pip install openvino tensorflow)",
         ("openvino", "tensorflow"), export_backend="tensorflow", model_precision="fp32",
+        compiled_modes=("compiled",), peak_gemm="peak_gemm",
         precision_note="its bf16 (the precision hint on the fp32 model) is already fp32 weights "
         "with bf16 compute; mixed is a Keras dtype policy, for the frameworks",
         native_runtimes=MappingProxyType({"compiled": NativeRuntime(
@@ -161,7 +178,7 @@ BACKENDS: tuple[BackendInfo, ...] = (
                compiled="all graph optimisations (ORT_ENABLE_ALL)"), ("fp32",),
         "onnxruntime", "pip install 'xlabench[onnxruntime]'  (or: pip install onnxruntime onnx "
         "tf2onnx tensorflow)", ("onnxruntime", "onnx", "tf2onnx", "tensorflow"),
-        export_backend="tensorflow", model_precision="fp32",
+        export_backend="tensorflow", model_precision="fp32", compiled_modes=("compiled",),
         precision_note="its CPU execution provider has no bfloat16 Conv or MatMul kernels "
         "(NOT_IMPLEMENTED), and Keras' ONNX export needs the float32 dtype policy",
         scenario_sut="one session run at a time: intra-op threads = the worker's CPUs, "
@@ -172,7 +189,7 @@ BACKENDS: tuple[BackendInfo, ...] = (
                compiled="XNNPACK delegate"), ("fp32",),
         "ai_edge_litert", "pip install 'xlabench[litert]'  (or: pip install ai-edge-litert "
         "tensorflow)", ("ai-edge-litert", "tensorflow"), export_backend="tensorflow",
-        model_precision="fp32",
+        model_precision="fp32", compiled_modes=("compiled",),
         precision_note="the converter makes no bf16 model: supported_types=[tf.bfloat16] "
         "stays float32 and a bfloat16 graph is refused (its fp16 weights compute in f32)"),
     BackendInfo(
@@ -180,7 +197,7 @@ BACKENDS: tuple[BackendInfo, ...] = (
         _names(compiled="iree-compile for llvm-cpu, local-task driver"), ("fp32",),
         "iree.runtime", "pip install 'xlabench[iree]'  (or: pip install iree-base-compiler "
         "iree-base-runtime jax)", ("iree-base-compiler", "iree-base-runtime", "jax", "jaxlib"),
-        export_backend="jax", model_precision="fp32",
+        export_backend="jax", model_precision="fp32", compiled_modes=("compiled",),
         precision_note="iree-compile's bf16 demotion takes named matmuls only, not Keras' "
         "convolutions (iree-org/iree#17484), and a bf16 StableHLO export misses bf16 parity "
         "(ResNet50: 0.08 > 0.06)"),
@@ -189,7 +206,7 @@ BACKENDS: tuple[BackendInfo, ...] = (
         _names(basic="no delegate (its CPU kernels)", compiled="XNNPACK delegate"), ("fp32",),
         "executorch.runtime", "pip install 'xlabench[executorch]'  (or: pip install "
         "executorch torch)", ("executorch", "torch"), export_backend="torch",
-        model_precision="fp32",
+        model_precision="fp32", compiled_modes=("compiled",),
         precision_note="its XNNPACK delegate takes no bf16 convolution (bf16 is opt-in, "
         "fully connected only); a bf16 program runs on the portable reference kernels",
         # One C++ runtime for both modes: the program itself says whether it delegates.
@@ -212,12 +229,30 @@ COST_BACKEND = "jax"
 #: Each runtime's exporting Keras backend.
 EXPORT_BACKENDS: MappingProxyType[str, str] = MappingProxyType(
     {b.name: b.export_backend for b in BACKENDS if b.export_backend is not None})
+#: Backends that provide a GEMM for the device's measured peak, in table order.
+GEMM_BACKENDS: tuple[str, ...] = tuple(b.name for b in BACKENDS if b.peak_gemm)
 #: (backend, mode) -> the xlabench-native runtime that times its artifact.
 NATIVE_RUNTIMES: MappingProxyType[tuple[str, str], str] = MappingProxyType(
     {(b.name, mode): rt.name for b in BACKENDS for mode, rt in b.native_runtimes.items()})
 #: xlabench-native runtime name -> its description.
 NATIVE_BY_NAME: MappingProxyType[str, NativeRuntime] = MappingProxyType(
     {rt.name: rt for b in BACKENDS for rt in b.native_runtimes.values()})
+
+
+def compiled_mode_names(backends: tuple[BackendInfo, ...]) -> frozenset[str]:
+    """The mode names `backends` flag compiled. A spec, a record and a report read "compiled"
+    from the mode's name alone, so a name must be compiled in every backend that has it or in
+    none (ValueError otherwise)."""
+    compiled = {m for b in backends for m in b.compiled_modes}
+    mixed = sorted(compiled & {m for b in backends for m in b.modes if m not in b.compiled_modes})
+    if mixed:
+        raise ValueError(f"modes {mixed} are compiled in one backend and not in another")
+    return frozenset(compiled)
+
+
+#: Modes that run a whole-graph compiler (the study's "xla=True" column), from every
+#: backend's `compiled_modes`.
+COMPILED_MODES: frozenset[str] = compiled_mode_names(BACKENDS)
 
 
 def model_precision(backend: str, precision: str) -> str:

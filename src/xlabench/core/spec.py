@@ -8,7 +8,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from xlabench.core.backends import BACKENDS, NATIVE_RUNTIMES, PRECISIONS, RUNTIMES
+from xlabench.core.backends import (
+    BACKENDS,
+    COMPILED_MODES,
+    NATIVE_RUNTIMES,
+    PRECISIONS,
+    RUNTIMES,
+)
 from xlabench.core.errors import UserError
 from xlabench.core.scenario import (
     Scenario,
@@ -20,8 +26,6 @@ from xlabench.core.scenario import (
 #: Modes per backend (core/backends.py describes each backend). The first mode of each
 #: framework backend is its eager baseline.
 BACKEND_MODES: dict[str, tuple[str, ...]] = {b.name: b.modes for b in BACKENDS}
-#: Modes that run a whole-graph compiler (the study's "xla=True" column).
-COMPILED_MODES: frozenset[str] = frozenset({"xla", "compiled"})
 #: Parity reference of the runtime backends: Keras eager on the exporting backend, same
 #: weights and input (a mode of the reference only, never measured on its own).
 REFERENCE_MODE = "keras_eager"
