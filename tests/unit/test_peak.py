@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.sweep.conftest import ScriptedExecutor
-from xlabench.core import cpu
+from xlabench.backends import load
+from xlabench.core import BACKENDS, BackendInfo, cpu
 from xlabench.measure import peak as peaklib
 from xlabench.runner.isolate import Placement
 from xlabench.store import ResultStore
@@ -38,7 +39,7 @@ MAY_SKIP = {("bf16", "numpy"): "bfloat16", ("bf16", "openvino"): "executes the M
 
 
 def test_peak_is_the_best_installed_gemm_with_every_candidate() -> None:
-    peaks = peaklib.measure_peaks(sizes=(64, 128), calls=2)
+    peaks = peaklib.measure_peaks(peaks_module.gemm_makers(), sizes=(64, 128), calls=2)
     assert set(peaks) == {"fp32", "bf16"}
     for dtype, peak in peaks.items():
         assert peak.dtype == dtype and peak.source == f"measured matmul {dtype}"
@@ -80,23 +81,37 @@ def test_peak_is_the_best_installed_gemm_with_every_candidate() -> None:
     assert peaks["fp32"].theoretical_how
 
 
-def test_a_missing_or_failing_library_is_skipped_with_why(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_or_failing_library_is_skipped_with_why() -> None:
     def broken(dtype: str) -> peaklib.Gemm:
         raise RuntimeError("no kernel today")
 
     def missing(dtype: str) -> peaklib.Gemm:
         raise ImportError("No module named 'absent'")
 
-    monkeypatch.setitem(peaklib._GEMMS, "broken", broken)
-    monkeypatch.setitem(peaklib._GEMMS, "absent", missing)
-    peak = peaklib.measure_dtype("fp32", (64,), 2, ("broken", "absent", "nosuch", "torch"))
+    makers = {**peaks_module.gemm_makers(), "broken": broken, "absent": missing}
+    peak = peaklib.measure_dtype("fp32", makers, (64,), 2, ("broken", "absent", "nosuch", "torch"))
     skipped = {c["library"]: c["skipped"] for c in peak.candidates if "skipped" in c}
     assert skipped["broken"] == "RuntimeError: no kernel today"
     assert skipped["absent"].startswith("not installed")
     assert skipped["nosuch"].startswith("unknown library")
     assert peak.library == "torch" and "skipped: broken" in peak.method
     with pytest.raises(RuntimeError, match="no fp32 peak: broken"):
-        peaklib.measure_dtype("fp32", (64,), 2, ("broken",))
+        peaklib.measure_dtype("fp32", makers, (64,), 2, ("broken",))
+
+
+@pytest.mark.parametrize("described", BACKENDS, ids=lambda b: b.name)
+def test_every_backend_with_a_gemm_is_compared_by_the_peak(described: BackendInfo) -> None:
+    """A backend module's GEMM that its table entry does not name would never be timed; one
+    the entry names must be among the peak's libraries and made through runner/peaks.py."""
+    module = load(described.name)
+    assert hasattr(module, "peak_gemm") == (described.peak_gemm is not None)
+    makers = peaks_module.gemm_makers()
+    assert list(makers) == list(peaklib.LIBRARIES)
+    assert (described.name in peaklib.LIBRARIES) == (described.peak_gemm is not None)
+    if described.peak_gemm and importlib.util.find_spec(described.package) is not None:
+        gemm = makers[described.name]("fp32")  # its module's function, not yet timed
+        assert (gemm.library, gemm.threads >= 1, bool(gemm.version)) == (
+            described.name, True, True)
 
 
 def test_a_peak_stored_before_libraries_were_compared_still_loads(tmp_path: Path) -> None:
@@ -265,7 +280,7 @@ def test_a_peak_measured_on_a_busy_machine_is_not_written(tmp_path: Path) -> Non
         done = subprocess.run(
             # n = 2048: a window of about a second; at 512 it was near the 0.2 s below which
             # interference.between cannot judge (None), so the peak was sometimes written
-            [sys.executable, "-m", "xlabench.measure.peak", str(out), "--sizes", "2048",
+            [sys.executable, "-m", "xlabench.runner.peak_worker", str(out), "--sizes", "2048",
              "--calls", "3", "--libraries", "numpy"],
             capture_output=True, text=True, timeout=120)
     finally:

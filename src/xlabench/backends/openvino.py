@@ -25,6 +25,7 @@ requests would queue on one stream under a label that says they ran side by side
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from typing import Any
 from xlabench.backends import runtime
 from xlabench.backends.base import Runner
 from xlabench.core.errors import UserError
+from xlabench.core.gemm import Gemm, GemmSkippedError
 from xlabench.core.spec import Spec
 
 SYNC = runtime.SYNC
@@ -250,3 +252,71 @@ def _check_streams(reported: dict[str, str], config: dict[str, Any]) -> None:
         raise UserError(f"OpenVINO compiled {got} stream(s), asked {wanted} with "
                         f"INFERENCE_NUM_THREADS {config['INFERENCE_NUM_THREADS']}: give the "
                         f"worker at least {wanted} CPUs")
+
+
+# ----------------------------------------------------------- its GEMM for the device peak
+def peak_gemm(dtype: str) -> Gemm:
+    """A one-MatMul model (x @ W, W a Constant as a model's weights are) compiled on the CPU
+    with the inference precision hint of `dtype`, one stream and one thread per CPU of the
+    process: OpenVINO's GEMM for the device's measured peak (`core.gemm`). The precision its
+    runtime graph says it executed must be the one asked for, else the dtype is skipped."""
+    import numpy as np
+    import openvino as ov
+
+    ops = _opset()
+    core = ov.Core()
+    hint = INFERENCE_PRECISION[dtype]
+    threads = runtime.cpu_count()
+    config = {"INFERENCE_PRECISION_HINT": hint, "NUM_STREAMS": "1",
+              "INFERENCE_NUM_THREADS": str(threads)}
+    ran: dict[str, Any] = {}
+    rng = np.random.default_rng(0)
+
+    def prepare(n: int) -> Callable[[], object]:
+        x = rng.standard_normal((n, n), dtype=np.float32)
+        weights = rng.standard_normal((n, n), dtype=np.float32)
+        param = ops.parameter([n, n], np.float32)
+        model = ov.Model([ops.matmul(param, ops.constant(weights), False, False)], [param],
+                         "xlabench_peak_matmul")
+        compiled = core.compile_model(model, DEVICE, config)
+        kernel, executed = _matmul_node(compiled)
+        if executed != hint:
+            raise GemmSkippedError(
+                f"OpenVINO executes the MatMul in {executed or 'unknown'} here "
+                f"(asked {hint}; kernel {kernel or 'unknown'})")
+        ran.update(kernel=kernel, executed=executed)
+        request = compiled.create_infer_request()
+        request.set_input_tensor(ov.Tensor(x))
+        return request.infer
+
+    return Gemm("openvino", str(ov.get_version()), threads, prepare, lambda: dict(ran))
+
+
+def _opset() -> Any:
+    """The newest opset module of the installed OpenVINO (openvino.opsetN; before 2025,
+    openvino.runtime.opsetN)."""
+    for parent in ("openvino", "openvino.runtime"):
+        for version in range(20, 7, -1):
+            try:
+                module = importlib.import_module(f"{parent}.opset{version}")
+            except ImportError:
+                continue
+            if hasattr(module, "matmul"):
+                return module
+    raise ImportError("no openvino opset module with matmul")
+
+
+def _matmul_node(compiled: Any) -> tuple[str, str]:
+    """(kernel, precision) of the MatMul in the compiled runtime graph (FullyConnected where
+    the weights are a Constant), ("", "") if none is found."""
+    for op in compiled.get_runtime_model().get_ordered_ops():
+        info = op.get_rt_info()
+        keys = set(info.keys())
+        if "layerType" not in keys:
+            continue
+        if str(info["layerType"].astype(str)) in ("FullyConnected", "MatMul"):
+            kernel = str(info["primitiveType"].astype(str)) if "primitiveType" in keys else ""
+            executed = (str(info["runtimePrecision"].astype(str))
+                        if "runtimePrecision" in keys else "")
+            return kernel, executed
+    return "", ""

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from xlabench.backends.base import Runner, keras_input
+from xlabench.core.gemm import Gemm
 from xlabench.core.spec import Spec
 
 SYNC = "torch.cuda.synchronize() after the last step of each sample (CPU ops are synchronous)"
@@ -179,3 +181,20 @@ def peak_device_memory_mb() -> float | None:
     if not torch.cuda.is_available():
         return None
     return torch.cuda.max_memory_allocated() / 2**20
+
+
+def peak_gemm(dtype: str) -> Gemm:
+    """torch.matmul(a, b, out=c) on the CPU in `dtype` (fp32, bf16), torch's default threads:
+    its GEMM for the device's measured peak (`core.gemm`)."""
+    import torch
+
+    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+
+    def prepare(n: int) -> Callable[[], object]:
+        generator = torch.Generator().manual_seed(0)
+        a = torch.randn(n, n, generator=generator).to(torch_dtype)
+        b = torch.randn(n, n, generator=generator).to(torch_dtype)
+        out = torch.empty(n, n, dtype=torch_dtype)  # written in place: no allocation timed
+        return lambda: torch.matmul(a, b, out=out)  # a CPU matmul returns when written
+
+    return Gemm("torch", str(torch.__version__), torch.get_num_threads(), prepare)

@@ -1,5 +1,6 @@
-"""The device's matmul peak: measured once per environment, in a process of its own, and
-kept in the store."""
+"""The device's matmul peak: measured once per environment, in a process of its own
+(`runner.peak_worker`), and kept in the store. Here each backend's GEMM (its `peak_gemm` in
+core/backends.py) is wired into measure's framework-free timing (`measure.peak`)."""
 
 from __future__ import annotations
 
@@ -11,19 +12,37 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from xlabench.backends import load
 from xlabench.core import one_line
+from xlabench.core.backends import GEMM_BACKENDS, info
 from xlabench.core.child import run_child
-from xlabench.measure.peak import MatmulPeak
+from xlabench.core.gemm import Gemm, GemmMaker
+from xlabench.measure.peak import OWN_GEMMS, MatmulPeak
 from xlabench.runner.isolate import current_env_id
 from xlabench.store import ResultStore
 
 #: The peak (every installed GEMM library, fp32 and bf16) takes 20-30 s on 2 cores; two
 #: minutes means something is wrong (a loaded machine).
 PEAK_TIMEOUT_S = 120.0
-#: Extra arguments of the peak process (`python -m xlabench.measure.peak --help`) where none
+#: Extra arguments of the peak process (`python -m xlabench.runner.peak_worker --help`) where none
 #: are passed: the test suite makes it small (`tests/conftest.py`); a peak so measured is
 #: stored like any other, so never set it where results count.
 PEAK_ARGS_ENV = "XLABENCH_PEAK_ARGS"
+
+
+def gemm_makers() -> dict[str, GemmMaker]:
+    """Every GEMM the peak compares, by library, in `measure.peak.LIBRARIES` order: each
+    backend's that provides one (imported when made: a framework that is missing skips its
+    library only) and measure's own."""
+    return {**{name: _backend_gemm(name) for name in GEMM_BACKENDS}, **OWN_GEMMS}
+
+
+def _backend_gemm(backend: str) -> GemmMaker:
+    def make(dtype: str) -> Gemm:
+        maker: GemmMaker = getattr(load(backend), info(backend).peak_gemm or "")
+        return maker(dtype)
+
+    return make
 
 
 def measure_peaks_isolated(
@@ -37,7 +56,7 @@ def measure_peaks_isolated(
     worker_args = worker_args or tuple(shlex.split(os.environ.get(PEAK_ARGS_ENV, "")))
     with tempfile.TemporaryDirectory(prefix="xlabench-peak-") as tmp:
         out = Path(tmp) / "peaks.json"
-        command = [sys.executable, "-m", "xlabench.measure.peak", str(out), *worker_args]
+        command = [sys.executable, "-m", "xlabench.runner.peak_worker", str(out), *worker_args]
         try:
             done = run_child(command, timeout_s, keep_chars=4000)
         except OSError as exc:
