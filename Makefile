@@ -63,14 +63,16 @@ unit: setup
 	$(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "not zoo" --ignore=tests/zoo tests
 
 # Every model builds and runs on TensorFlow (heavy ones and parameter counts included: its
-# builds and eager forward are the fastest); the light ones on JAX and torch too. The TF run
+# builds and eager forward are the fastest); on JAX and torch, one model per family (the
+# family's smallest: its variants share the builder; tests/zoo/test_zoo.py marks the rest
+# `variant`). The TF run
 # also converts the smallest model of each family (up to 20M parameters) for OpenVINO, ONNX
 # Runtime and LiteRT, the JAX run for IREE (conversion time grows with the weights: every other model is
 # `zoo-runtimes`, by hand).
 zoo: setup
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not runtimes_heavy" tests/zoo
-	KERAS_BACKEND=jax $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params and not runtimes_heavy" tests/zoo
-	KERAS_BACKEND=torch $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params" tests/zoo
+	KERAS_BACKEND=jax $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params and not variant and not runtimes_heavy" tests/zoo
+	KERAS_BACKEND=torch $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params and not variant" tests/zoo
 
 zoo-runtimes: setup
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 3600 -m runtimes_heavy tests/zoo/test_runtimes_zoo.py

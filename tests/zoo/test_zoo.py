@@ -1,7 +1,11 @@
 """Every registry model, timm-style: it builds, runs, has the right shape and the right size.
 
 Runs on the backend KERAS_BACKEND names (see conftest.py). Heavy models (> 100M parameters or
-slow to build) are marked `heavy`: `make zoo` runs them on TensorFlow only.
+slow to build) are marked `heavy`: `make zoo` runs them on TensorFlow only. Every model builds
+and runs on TensorFlow; on JAX and torch one model per family does (its smallest that the
+backend takes): the variants of a family share their builder and differ in widths and depths,
+which is what the TensorFlow run and the parameter counts check, so the others are marked
+`variant` and `make zoo` leaves them out there.
 """
 
 from __future__ import annotations
@@ -26,6 +30,28 @@ def _cases(marks_for: callable, buildable_only: bool = False) -> list:
     """Every registry entry; with `buildable_only`, not those refused on this backend."""
     entries = [e for e in REGISTRY if not (buildable_only and e.unsupported_reason(BACKEND))]
     return [pytest.param(e, id=e.name, marks=marks_for(e)) for e in entries]
+
+
+def _family_representatives(backend: str) -> frozenset[str]:
+    """Per family, the smallest model (by published parameters) that builds on `backend`."""
+    smallest: dict[str, ModelEntry] = {}
+    for entry in REGISTRY:
+        if entry.heavy or entry.unsupported_reason(backend):
+            continue
+        best = smallest.get(entry.family)
+        if best is None or entry.params < best.params:
+            smallest[entry.family] = entry
+    return frozenset(e.name for e in smallest.values())
+
+
+REPRESENTATIVES = _family_representatives(BACKEND)
+
+
+def _forward_marks(entry: ModelEntry) -> list:
+    """`heavy` as the entry says; `variant` for a model that is not its family's representative
+    on this backend (a refusal is checked everywhere: it costs nothing)."""
+    variant = entry.name not in REPRESENTATIVES and not entry.unsupported_reason(BACKEND)
+    return _heavy(entry) + ([pytest.mark.variant] if variant else [])
 
 
 def _heavy(entry: ModelEntry) -> list:
@@ -68,7 +94,7 @@ def _flat(output) -> list[np.ndarray]:
     return [np.asarray(keras.ops.convert_to_numpy(output))]
 
 
-@pytest.mark.parametrize("entry", _cases(_heavy))
+@pytest.mark.parametrize("entry", _cases(_forward_marks))
 def test_builds_and_runs_at_smallest_resolution(entry: ModelEntry) -> None:
     resolution = entry.rule.smallest()
     if entry.unsupported_reason(BACKEND):
@@ -109,3 +135,4 @@ def test_parameter_count_matches_published(entry: ModelEntry) -> None:
     assert abs(ours - entry.params) / entry.params <= PARAMS_TOLERANCE, (
         f"{entry.name}: {ours:,} vs published {entry.params:,} ({entry.params_source})"
     )
+
