@@ -135,4 +135,3 @@ def test_parameter_count_matches_published(entry: ModelEntry) -> None:
     assert abs(ours - entry.params) / entry.params <= PARAMS_TOLERANCE, (
         f"{entry.name}: {ours:,} vs published {entry.params:,} ({entry.params_source})"
     )
-
