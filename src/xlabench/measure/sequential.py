@@ -182,7 +182,9 @@ def sequential_look(log_ratios: Sequence[float], design: SequentialDesign) -> Se
     mean = math.fsum(log_ratios) / n
     sd = _sd(log_ratios, mean)
     g = design.mixture_g
-    half = _halfwidth_factor(n, design.alpha, g) * sd if n >= 2 else math.inf
+    factor = _halfwidth_factor(n, design.alpha, g) if n >= 2 else math.inf
+    # An unbounded boundary keeps every ratio even at zero spread (inf * 0 would be nan).
+    half = factor * sd if math.isfinite(factor) else math.inf
     low = math.exp(mean - half) if math.isfinite(half) else 0.0
     high = math.exp(mean + half) if math.isfinite(half) else math.inf
     verdict = decide(low, high, design.threshold) if n >= design.min_rounds else CONTINUE
@@ -212,14 +214,17 @@ def _rounds_needed(n: int, mean: float, sd: float, design: SequentialDesign,
     first = max(n, design.min_rounds)
 
     def decides(rounds: int) -> bool:
-        return _halfwidth_factor(rounds, design.alpha, g) * sd < distance
+        factor = _halfwidth_factor(rounds, design.alpha, g)
+        return math.isfinite(factor) and factor * sd < distance
 
     if distance <= 0.0 or not decides(ROUNDS_NEEDED_CAP):
         return None
     if decides(first):
         return first
-    # The half-width factor falls with the rounds (from unbounded), so bisect on it.
-    below, above = first, ROUNDS_NEEDED_CAP
+    # The half-width factor falls with the rounds (from unbounded): double, then bisect.
+    below, above = first, min(2 * first, ROUNDS_NEEDED_CAP)
+    while not decides(above):
+        below, above = above, min(2 * above, ROUNDS_NEEDED_CAP)
     while above - below > 1:
         middle = (below + above) // 2
         if decides(middle):
@@ -257,7 +262,7 @@ def samples_per_process(within_var: float, between_var: float, process_cost_s: f
 def between_process_var(medians_var: float, within_var: float, samples: int) -> float:
     """The between-process component of the variance of process medians measured with
     `samples` samples each: what the medians' spread has beyond the within-process noise they
-    carry (σ²_w / n; Kalibera & Jones's estimator), floored at 0."""
+    carry (σ²_w / n, as for a mean; Kalibera & Jones's estimator), floored at 0."""
     if samples < 1:
         raise ValueError(f"samples must be at least 1, got {samples}")
     return max(0.0, medians_var - within_var / samples)
