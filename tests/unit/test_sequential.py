@@ -7,6 +7,7 @@ import math
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -202,9 +203,9 @@ def test_the_verdict_rule_is_compare_s() -> None:
     {"threshold": 0.0}, {"threshold": 1.0}, {"alpha": 0.0}, {"alpha": 1.5},
     {"min_rounds": 1}, {"max_rounds": 2}, {"tuned_rounds": 1},
 ])
-def test_a_bad_design_is_a_user_error(bad: dict[str, float]) -> None:
+def test_a_bad_design_is_a_user_error(bad: dict[str, Any]) -> None:
     with pytest.raises(UserError):
-        SequentialDesign(**bad)  # type: ignore[arg-type]
+        SequentialDesign(**bad)
 
 
 # ---------------------------------------------------------------- where to spend the time
