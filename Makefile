@@ -10,6 +10,11 @@ export JAX_PLATFORMS ?= cpu
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONUNBUFFERED := 1
 
+# $(call timed,NAME,COMMAND): runs COMMAND, then prints `stage NAME: <seconds> s` (also when it
+# fails, so a slow failing stage still says how long it took) and exits with COMMAND's status.
+# POSIX sh; COMMAND holds no comma outside a nested $(call ...).
+timed = ( t0=$$(date +%s); $(2); rc=$$?; echo "stage $(1): $$(( $$(date +%s) - t0 )) s"; exit $$rc )
+
 NATIVE_BUILD := build/native
 CMAKE_GENERATOR ?= $(if $(shell command -v ninja 2>/dev/null),Ninja,Unix Makefiles)
 
@@ -41,7 +46,7 @@ native-build: $(STAMP) native-tools
 
 # The C++ tests (CTest): statistics vs the shared vectors, fake-clock timing, argument errors.
 native: native-build
-	ctest --test-dir $(NATIVE_BUILD) --output-on-failure
+	$(call timed,native,ctest --test-dir $(NATIVE_BUILD) --output-on-failure)
 
 # Debian's Chromium, for the report's browser test (Playwright drives it; no browser download).
 browser:
@@ -56,11 +61,10 @@ demo: setup
 	@echo "report: demo-report/index.html (findings: demo-report/findings.md)"
 
 lint: setup
-	$(BIN)/ruff check src tests bench
-	$(BIN)/lint-imports
+	$(call timed,lint,$(BIN)/ruff check src tests bench && $(BIN)/lint-imports)
 
 unit: setup
-	$(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "not zoo" --ignore=tests/zoo tests
+	$(call timed,unit,$(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "not zoo" --ignore=tests/zoo tests)
 
 # Every model builds and runs on TensorFlow (heavy ones and parameter counts included: its
 # builds and eager forward are the fastest); on JAX and torch, one model per family (the
@@ -70,9 +74,10 @@ unit: setup
 # Runtime and LiteRT, the JAX run for IREE (conversion time grows with the weights: every other model is
 # `zoo-runtimes`, by hand).
 zoo: setup
-	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not runtimes_heavy" tests/zoo
-	KERAS_BACKEND=jax $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params and not variant and not runtimes_heavy" tests/zoo
-	KERAS_BACKEND=torch $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params and not variant" tests/zoo
+	$(call timed,zoo,\
+	  $(call timed,zoo-tensorflow,KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not runtimes_heavy" tests/zoo) && \
+	  $(call timed,zoo-jax,KERAS_BACKEND=jax $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params and not variant and not runtimes_heavy" tests/zoo) && \
+	  $(call timed,zoo-torch,KERAS_BACKEND=torch $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params and not variant" tests/zoo))
 
 zoo-runtimes: setup
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 3600 -m runtimes_heavy tests/zoo/test_runtimes_zoo.py

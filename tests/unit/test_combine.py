@@ -53,25 +53,35 @@ def test_the_combined_interval_holds_the_true_value_95_percent(
     assert 0.93 <= hits / trials <= 0.97
 
 
-def test_a_two_level_percentile_bootstrap_would_hold_too_rarely_at_three_processes() -> None:
-    """Why we do not use it (docs/method.md): resampling 3 processes, then their samples, gives
-    an interval about as wide as the range of 3 medians, which misses the truth ~25% of the
-    time. The t interval on the same data holds ~95%."""
-    rng = random.Random(SEED)
-    trials, boot_hits, t_hits = 200, 0, 0
-    for _ in range(trials):
-        processes = []
-        for _ in range(3):
-            offset = rng.gauss(0.0, 0.05)
-            processes.append([100.0 * math.exp(offset + rng.gauss(0.0, 0.01)) for _ in range(9)])
-        estimates = sorted(
-            stats.median([stats.median(rng.choices(p, k=len(p)))
-                          for p in rng.choices(processes, k=3)]) for _ in range(200))
-        boot_hits += estimates[int(0.025 * 200)] <= 100.0 <= estimates[int(0.975 * 200) - 1]
-        t_interval = combine.log_t_interval([stats.median(p) for p in processes])
-        t_hits += t_interval.low <= 100.0 <= t_interval.high
-    assert boot_hits / trials < 0.85
-    assert t_hits / trials > 0.90
+# Student's t 0.975-quantiles in closed form: df = 1 is the Cauchy distribution, and for df = 2
+# the quantile of p is (2p - 1) / sqrt(2p(1 - p)).
+T_975_DF1 = math.tan(math.pi * (0.975 - 0.5))
+T_975_DF2 = (2 * 0.975 - 1) / math.sqrt(2 * 0.975 * (1 - 0.975))
+
+
+@pytest.mark.parametrize(("log_offsets", "t_975"), [((-0.5, 0.5), T_975_DF1),
+                                                    ((-1.0, 0.0, 1.0), T_975_DF2)])
+def test_combine_gives_the_closed_form_t_interval_wider_than_the_medians_range(
+    log_offsets: tuple[float, ...], t_975: float
+) -> None:
+    """What combine() stores for k clean processes is the t interval of their log medians: the
+    geometric mean, +- t(0.975, k - 1) standard errors on the log scale. At two or three
+    processes it is far wider than the range of the medians, which is about what a percentile
+    bootstrap over the processes would give (and why docs/method.md does not use one: that
+    interval holds the truth ~75% of the time at k = 3)."""
+    medians = [100.0 * math.exp(offset) for offset in log_offsets]
+    k = len(medians)
+    mean = sum(log_offsets) / k
+    log_se = math.sqrt(sum((x - mean) ** 2 for x in log_offsets) / (k - 1) / k)
+    result = combine.combine([_process(m, i) for i, m in enumerate(medians)], "r1",
+                             ResultPolicy(min_processes=k))
+    assert result.median_sps == pytest.approx(100.0 * math.exp(mean), rel=1e-12)
+    assert (result.ci_low_sps, result.ci_high_sps) == pytest.approx(
+        (100.0 * math.exp(mean - t_975 * log_se), 100.0 * math.exp(mean + t_975 * log_se)),
+        rel=1e-9)
+    assert result.ci_confidence == 0.95
+    assert result.ci_method.endswith(f"({k} processes, {k - 1} df)")
+    assert result.ci_low_sps < min(medians) / 2 and result.ci_high_sps > 2 * max(medians)
 
 
 def test_pairwise_hold_rate_of_two_runs_is_high() -> None:

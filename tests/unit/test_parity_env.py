@@ -54,4 +54,7 @@ def test_env_id_ignores_volatile_fields() -> None:
     changed = {**fingerprint, "gpu_clocks_mhz": [{"sm": 1}], "hostname": "elsewhere"}
     assert env.env_id(fingerprint) == env.env_id(changed)
     assert env.env_id(fingerprint) != env.env_id({**fingerprint, "cpu_model": "other"})
-    assert fingerprint["accelerator"] == "cpu"  # CI machines have no GPU
+    # the accelerator is the first GPU's short name, "cpu" where there is none (on any machine)
+    gpu_list = fingerprint["gpus"]
+    assert fingerprint["accelerator"] == (
+        env.normalize_gpu_name(gpu_list[0]["name"]) if gpu_list else "cpu")

@@ -1,11 +1,15 @@
-"""What the deployment-runtime backends (OpenVINO, ONNX Runtime) share.
+"""What the deployment-runtime backends (OpenVINO, ONNX Runtime, LiteRT, IREE, ExecuTorch) share.
 
-A runtime backend is not a Keras backend: the worker builds the Keras model on the *exporting*
-backend (Keras-on-TensorFlow: its graph feeds both OpenVINO's TensorFlow frontend and tf2onnx,
-the two paths `model.export(format="openvino" | "onnx")` take there), traces it once into a
-`tf.function` with a fixed input signature, and hands that graph to the runtime. The parity
-reference is the exporting backend's eager Keras output on the same weights and input
-(`REFERENCE_MODE`). Artifacts go to the worker's scratch directory: nothing survives a worker.
+A runtime backend is not a Keras backend: the worker builds the Keras model on the runtime's
+*exporting* backend (`core.backends.EXPORT_BACKENDS`) and hands its exported graph to the runtime.
+OpenVINO, ONNX Runtime and LiteRT export from Keras-on-TensorFlow (its graph feeds OpenVINO's
+TensorFlow frontend, tf2onnx and the TFLite converter): the worker traces the model once into a
+`tf.function` with a fixed input signature (`trace`), with this module's environment and
+`setup_exporter`. IREE (Keras-on-JAX, StableHLO) and ExecuTorch (Keras-on-PyTorch, torch.export)
+set up their own exporter and use the rest: the input, the fp32 check, the timed stages, the
+artifacts directory and the first-call compile. The parity reference is the exporting
+backend's eager Keras output on the same weights and input (`REFERENCE_MODE`). Artifacts go to
+the worker's scratch directory: nothing survives a worker.
 """
 
 from __future__ import annotations

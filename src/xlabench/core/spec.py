@@ -33,7 +33,8 @@ REFERENCE_MODE = "keras_eager"
 RUNTIME_BACKENDS: frozenset[str] = frozenset(RUNTIMES)
 WEIGHTS: tuple[str, ...] = ("random", "imagenet")
 #: Who runs the timed loop: the Python worker, or the C++ program xlabench-native on an
-#: exported artifact (native/). Each compiled mode has one native runtime (NATIVE_RUNTIMES).
+#: exported artifact (native/). Only a (backend, mode) that NATIVE_RUNTIMES names runs natively:
+#: not every compiled mode has one (ONNX Runtime, LiteRT, IREE), and TF graph, not compiled, does.
 RUNNERS: tuple[str, ...] = ("python", "native")
 RESOLUTION_RANGE = (16, 2048)
 #: Spec fields whose default is left out of the canonical JSON (see `Spec.canonical_json`).
