@@ -64,7 +64,7 @@ lint: setup
 	$(call timed,lint,$(BIN)/ruff check src tests bench && $(BIN)/lint-imports)
 
 unit: setup
-	$(call timed,unit,$(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "not zoo" --ignore=tests/zoo tests)
+	$(call timed,unit,$(BIN)/python -m pytest -n $(JOBS) --timeout 1800 --durations 25 -m "not zoo" --ignore=tests/zoo tests)
 
 # Every model builds and runs on TensorFlow (heavy ones and parameter counts included: its
 # builds and eager forward are the fastest); on JAX and torch, one model per family (the
@@ -75,7 +75,7 @@ unit: setup
 # `zoo-runtimes`, by hand).
 zoo: setup
 	$(call timed,zoo,\
-	  $(call timed,zoo-tensorflow,KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not runtimes_heavy" tests/zoo) && \
+	  $(call timed,zoo-tensorflow,KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 --durations 15 -m "zoo and not runtimes_heavy" tests/zoo) && \
 	  $(call timed,zoo-jax,KERAS_BACKEND=jax $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params and not variant and not runtimes_heavy" tests/zoo) && \
 	  $(call timed,zoo-torch,KERAS_BACKEND=torch $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params and not variant" tests/zoo))
 
