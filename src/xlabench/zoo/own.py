@@ -223,7 +223,15 @@ def _check_saved_layers(path: Path, config: dict[str, Any], unsafe_load: bool) -
             raise UserError(f"{path.name} has a Lambda layer ({layer}): loading it runs Python "
                             "code stored in the file, which Keras' safe_mode refuses; if you "
                             f"trust the file, pass {UNSAFE_FLAG}")
-        if in_lambda or name.startswith("__") or not isinstance(module, str):
+        if in_lambda or name.startswith("__"):
+            continue
+        if module is None and isinstance(node.get("registered_name"), str):
+            # Keras writes no module for a class defined in the script that saved the model
+            raise UserError(f"{path.name} uses the custom class {name}, defined in the script "
+                            "that saved it and not registered, which the file alone cannot "
+                            "build: pass a factory module:function that imports it and returns "
+                            "the model (e.g. --models my_pkg.models:build)")
+        if not isinstance(module, str):
             continue
         if module.split(".")[0] not in KERAS_PACKAGES and module != "builtins":
             raise UserError(f"{path.name} uses the custom class {name} (module {module}), which "
