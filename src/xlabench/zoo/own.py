@@ -33,7 +33,7 @@ from typing import Any
 
 from xlabench.core.backends import FRAMEWORKS
 from xlabench.core.child import run_child
-from xlabench.core.errors import UserError
+from xlabench.core.errors import UserError, one_line
 from xlabench.core.spec import RESOLUTION_RANGE, Spec
 from xlabench.zoo.registry import OWN, ModelEntry, ResolutionRule
 
@@ -402,8 +402,7 @@ def _inspect_main(factory: str, root: str) -> dict[str, Any]:
     except UserError as exc:
         return {"error": str(exc)}
     except Exception as exc:  # noqa: BLE001 (one line for the user)
-        return {"error": f"factory {factory} failed to build its model: "
-                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+        return {"error": f"factory {factory} failed to build its model: {one_line(exc)}",
                 "kind": "build"}
     try:
         shapes = [list(tensor.shape) for tensor in model.inputs]
