@@ -9,10 +9,18 @@ from __future__ import annotations
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import keras
 
 from tests.own.factories import small_cnn
+
+
+class Halve(keras.layers.Layer):
+    """A custom layer of the script itself, not registered: Keras saves it without a module."""
+
+    def call(self, inputs: Any) -> Any:
+        return inputs * 0.5
 
 
 def main(folder: Path) -> None:
@@ -23,6 +31,8 @@ def main(folder: Path) -> None:
     small_cnn(channels=1).save(folder / "gray.keras")
     small_cnn(lam=True).save(folder / "lambda.keras")
     small_cnn(custom=True).save(folder / "custom.keras")
+    stem = keras.Input(shape=(32, 32, 3))
+    keras.Model(stem, keras.layers.Conv2D(4, 3)(Halve()(stem))).save(folder / "unregistered.keras")
     small_cnn().save(folder / "legacy.h5")
     small_cnn().save_weights(folder / "cnn.weights.h5")
     flat = keras.Input(shape=(16, 8))

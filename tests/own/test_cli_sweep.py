@@ -35,6 +35,7 @@ def _xlabench(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[s
     ("model.onnx", [], "is not a Keras model file"),
     ("lambda.keras", [], "pass --unsafe-load"),
     ("custom.keras", [], "pass a factory"),
+    ("unregistered.keras", [], "custom class Halve"),
     ("any_size.keras", [], "give the resolution"),
     ("cnn.keras", ["--resolution", "64"], "fixed at 32x32"),
     ("cnn.keras", ["--precision", "bf16"], "dtype it was saved with"),
@@ -52,7 +53,7 @@ def test_bad_own_models_are_one_line_and_write_nothing(own_files: Path, tmp_path
                        .replace("--precision", "--precisions") for c in command]
         done = _xlabench(*command, "--db", str(db))
         lines = [line for line in done.stderr.splitlines() if line.strip()]
-        assert done.returncode != 0 and len(lines) == 1, done.stderr
+        assert done.returncode == 2 and len(lines) == 1, done.stderr
         assert fragment in lines[0] and "Traceback" not in done.stderr
         assert not db.exists()
 

@@ -78,6 +78,7 @@ def test_a_saved_file_runs_in_its_own_dtype(own_files: Path) -> None:
     ("cnn.weights.h5", "holds weights only"),
     ("lambda.keras", "Lambda layer.*--unsafe-load"),
     ("custom.keras", "custom class Scale.*pass a factory"),
+    ("unregistered.keras", "custom class Halve.*not registered.*pass a factory"),
     ("rank3.keras", "rank 3"),
     ("two_inputs.keras", "2 inputs"),
     ("wide.keras", "32x48.*square"),

@@ -7,15 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from xlabench.core import BACKEND_MODES, UserError
+from xlabench.core import BACKEND_MODES, Spec, UserError
+from xlabench.core.backends import FRAMEWORKS, RUNTIMES
 from xlabench.sweep import build_config, expand, load_toml
-from xlabench.sweep.grid import (
-    CLASSIFIER_KINDS,
-    DEMO_MEASURE,
-    FRAMEWORKS,
-    GPU_MODELS,
-    RUNTIMES,
-)
+from xlabench.sweep.presets import CLASSIFIER_KINDS, DEMO_MEASURE, GPU_MODELS
 from xlabench.zoo import REGISTRY
 
 #: The demo's pairs: the three frameworks' modes (not the deployment runtimes).
@@ -56,8 +51,26 @@ def test_mode_list_applies_per_backend() -> None:
     asked = {"eager", "xla", "compiled", "graph"}  # the runtimes' basic is not asked for
     assert _pairs(grid.specs) == {f"{b}/{m}": 1 for b, ms in BACKEND_MODES.items() for m in ms
                                   if m in asked}
-    assert grid.skipped["mode compiled not available on jax"] == 1
-    assert grid.skipped["mode graph not available on torch"] == 1
+    # the reasons are Spec's own refusals (the grid keeps no copy of its rules)
+    assert grid.skipped[_refusal("jax", "compiled")] == 1
+    assert grid.skipped[_refusal("torch", "graph")] == 1
+
+
+def _refusal(backend: str, mode: str, **fields: object) -> str:
+    """What Spec says when asked for `backend`/`mode` (and `fields`)."""
+    with pytest.raises(UserError) as refused:
+        Spec("mobilenet_v3_small", backend, mode, 32, **fields)
+    return str(refused.value)
+
+
+def test_native_runner_skips_are_specs_refusals() -> None:
+    config = build_config(overrides={"models": "mobilenet_v3_small", "resolutions": "32",
+                                     "backends": "tensorflow,jax", "runner": "native"})
+    grid = expand(config)
+    assert {(s.backend, s.mode) for s in grid.specs} == {("tensorflow", "graph"),
+                                                         ("tensorflow", "xla"), ("jax", "xla")}
+    assert grid.skipped == {_refusal("tensorflow", "eager", runner="native"): 1,
+                            _refusal("jax", "eager", runner="native"): 1}
 
 
 def test_jax_first_within_each_model() -> None:

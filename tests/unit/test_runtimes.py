@@ -116,7 +116,7 @@ def test_openvino_bf16_spec_executes_bf16_or_is_refused() -> None:
 def test_iree_is_a_runtime_exported_by_keras_on_jax() -> None:
     from xlabench.backends import iree as iree_backend
     from xlabench.backends.coverage import runtimes_for
-    from xlabench.sweep.grid import BACKEND_ORDER, BACKEND_PRECISIONS
+    from xlabench.sweep.expand import BACKEND_ORDER, BACKEND_PRECISIONS
 
     spec = Spec("mobilenet_v3_small", "iree", "compiled", 32)
     assert spec.baseline_mode == "keras_eager" and spec.compiled

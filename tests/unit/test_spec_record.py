@@ -21,6 +21,7 @@ from xlabench.core import (
     failure,
 )
 from xlabench.core.backends import compiled_mode_names
+from xlabench.core.errors import one_line
 
 
 def test_spec_id_is_stable_and_sensitive() -> None:
@@ -89,6 +90,15 @@ def test_failure_reason_is_one_line() -> None:
     record = failure(Spec("m", "jax", "eager", 32), Status.CRASHED, "boom\nsecond line\n")
     assert record.error == "boom"
     assert not record.ok
+
+
+def test_one_line_reads_text_and_exceptions_alike() -> None:
+    assert one_line("\n  first  \nsecond") == "first"
+    assert one_line(ValueError("\nbad value\ntraceback...")) == "ValueError: bad value"
+    assert one_line(KeyError()) == "KeyError"  # an empty message: its type alone
+    assert one_line("") == "unknown error"
+    long = one_line(RuntimeError("x" * 1000))
+    assert len(long) == 300 and long.startswith("RuntimeError: x") and long.endswith("...")
 
 
 def test_the_runner_field_keeps_old_spec_ids() -> None:

@@ -29,7 +29,7 @@ from xlabench.measure.scenarios import (
     max_scenario_s,
 )
 from xlabench.runner.isolate import worker_timeout_s
-from xlabench.sweep.grid import build_config, expand
+from xlabench.sweep import build_config, expand
 from xlabench.sweep.progress import Progress
 
 
@@ -160,7 +160,9 @@ def test_a_sweep_file_takes_scenarios_and_their_settings() -> None:
     found = {(s.scenario, s.batch_size) for s in grid.specs}
     assert found == {("single-stream", 1), ("offline", 1), ("offline", 4), ("server", 1),
                      ("server", 4)}
-    assert grid.skipped == {"single-stream runs batch 1 only": 1}
+    # Spec's own refusal is the reason (batch 4 with single-stream)
+    assert grid.skipped == {"single-stream issues one sample per query: batch size must be 1, "
+                            "got 4": 1}
     server = next(s for s in grid.specs if s.scenario == "server" and s.batch_size == 4)
     assert server.scenario_settings == scenario_settings_for(
         "server", "tensorflow", 4, latency_bound_ms=50, min_duration_ms=2000, batch_wait_ms=1)

@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import run_one_process
 from xlabench.backends.jax import pjrt_plugin
 from xlabench.core import MeasureSettings, Spec, Status, UserError
-from xlabench.runner import Placement, native
+from xlabench.runner import Placement, native, run_isolated
 from xlabench.store import ResultStore
 
 pytestmark = pytest.mark.slow
@@ -74,6 +74,19 @@ def test_tf_c_record_is_stored_with_native_samples(tmp_path: Path, mode: str) ->
     # export and load come before the C++ first call: they are part of the compile time
     assert record.warmup.compile_s >= sum(stages.values()) - 1e-9
     assert record.warmup.first_call_s > record.warmup.compile_s
+
+
+@NEEDS_TF_C
+def test_native_runner_samples_to_the_relaxed_target() -> None:
+    """The scheduler's relaxed sampling target reaches xlabench-native, as it reaches the
+    Python loop: the record is stamped with it, so the C++ side must have measured with it."""
+    relaxed = 0.3
+    record = run_isolated(_spec("graph"), 600, sampling_target_rel_ci=relaxed)
+    assert record.ok, record.error
+    settings = record.backend_info["native_settings"]
+    assert settings["target_rel_ci"] == relaxed and QUICK.target_rel_ci != relaxed
+    assert settings["budget_s"] == QUICK.budget_s  # only the target is relaxed
+    assert record.spec.measure == QUICK  # the spec, and so its id, is unchanged
 
 
 NEEDS_OPENVINO = pytest.mark.skipif("openvino" not in native.compiled_runtimes(),

@@ -35,15 +35,14 @@ from xlabench.runner import DEFAULT_TIMEOUT_S, ensure_costs, native, scenario_ru
 from xlabench.store import DEFAULT_DB, ResultStore
 from xlabench.store.export import full_csv, results_csv, study_csv
 from xlabench.sweep import run_result
-from xlabench.sweep.grid import (
+from xlabench.sweep.config import (
     DEFAULT_BATCH_SIZE,
     check_label,
-    default_resolution,
     make_policy,
-    own_precision_problem,
     policy_values,
     scenario_settings_from,
 )
+from xlabench.sweep.expand import default_resolution, own_precision_problem
 from xlabench.zoo import KINDS, REGISTRY, ModelEntry, own
 
 #: `results --processes`: one row per worker process.

@@ -18,7 +18,8 @@ from xlabench.core.spec import BACKEND_MODES, RUNNERS
 from xlabench.measure.scenarios import load_loadgen
 from xlabench.runner import native
 from xlabench.sweep import PRESETS, Sweep, build_config, format_plan, format_summary, load_toml
-from xlabench.sweep.grid import EXECUTORS, SCENARIO_KEYS, SweepConfig, expand
+from xlabench.sweep.config import EXECUTORS, SCENARIO_KEYS, SweepConfig
+from xlabench.sweep.expand import expand
 
 #: Flags whose values override the preset and the TOML file; (flag dest, setting key).
 OVERRIDES = (

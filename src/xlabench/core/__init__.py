@@ -1,7 +1,7 @@
 """Core types shared by every layer. Standard library only."""
 
 from xlabench.core.backends import BACKENDS, BackendInfo
-from xlabench.core.errors import Status, UserError
+from xlabench.core.errors import Status, UserError, one_line
 from xlabench.core.record import (
     Costs,
     Latency,
@@ -11,7 +11,6 @@ from xlabench.core.record import (
     Throughput,
     Warmup,
     failure,
-    one_line,
     utc_now,
 )
 from xlabench.core.spec import (

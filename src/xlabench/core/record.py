@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from xlabench.core.errors import Status
+from xlabench.core.errors import Status, one_line
 from xlabench.core.scenario import ScenarioOutcome
 from xlabench.core.spec import Spec
 
@@ -215,13 +215,6 @@ def failure(
 ) -> Record:
     """A record for a run that produced no measurement."""
     return Record(spec=spec, status=status, error=one_line(error), error_detail=detail, **extra)
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    """First non-empty line of `text`, shortened: stored reasons must fit in a table cell."""
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    line = lines[0] if lines else "unknown error"
-    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def utc_now() -> str:

@@ -83,6 +83,12 @@ class MeasureSettings:
         if self.warmup_min_steps < 1 or self.latency_steps < 0:
             raise UserError("warm-up needs at least one step; latency steps must be >= 0")
 
+    @property
+    def latency_budget_s(self) -> float:
+        """Time budget of the latency phase, on both runners: a quarter of the sampling
+        budget, at least a second (the latency steps stop early when it runs out)."""
+        return max(1.0, self.budget_s / 4)
+
 
 @dataclass(frozen=True)
 class Spec:

@@ -10,6 +10,7 @@ from its JSON and go through measure/summarize.py.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -24,7 +25,16 @@ from typing import Any
 import numpy as np
 
 from xlabench.backends.base import ConversionError
-from xlabench.core import Memory, Record, Spec, Status, UserError, Warmup, failure
+from xlabench.core import (
+    MeasureSettings,
+    Memory,
+    Record,
+    Spec,
+    Status,
+    UserError,
+    Warmup,
+    failure,
+)
 from xlabench.core.backends import NATIVE_BY_NAME
 from xlabench.core.child import run_child
 from xlabench.measure import interference, summarize
@@ -102,8 +112,10 @@ def threads() -> int:
 
 
 def measure(spec: Spec, entry: Any, backend: Any, model: Any, x: Any,
-            runtime_info: dict[str, Any]) -> Record:
-    """Export, run natively, check parity; failures come back as failed records."""
+            runtime_info: dict[str, Any], settings: MeasureSettings) -> Record:
+    """Export, run natively, check parity; failures come back as failed records. `settings`:
+    what xlabench-native measures with, the spec's own or with the sampling target the
+    scheduler relaxed for this process (`worker.sampling_settings`)."""
     if spec.native_runtime is None or not hasattr(backend, "export_native"):
         return failure(spec, Status.UNSUPPORTED, f"no native exporter for {spec.backend}/"
                        f"{spec.mode} yet", family=entry.family, kind=entry.kind)
@@ -113,13 +125,15 @@ def measure(spec: Spec, entry: Any, backend: Any, model: Any, x: Any,
     with tempfile.TemporaryDirectory(prefix="xlabench-native-") as scratch:
         artifact = Path(scratch)
         try:
-            return _measure_in(spec, entry, backend, model, x, runtime_info, artifact)
+            return _measure_in(spec, entry, backend, model, x, runtime_info, settings,
+                               artifact)
         except (NativeError, ConversionError) as exc:  # the export's refusal, or ours
             return failure(spec, Status.FAILED, str(exc), family=entry.family, kind=entry.kind)
 
 
 def _measure_in(spec: Spec, entry: Any, backend: Any, model: Any, x: Any,
-                runtime_info: dict[str, Any], artifact: Path) -> Record:
+                runtime_info: dict[str, Any], settings: MeasureSettings,
+                artifact: Path) -> Record:
     runtime = str(spec.native_runtime)
     count = threads()
     x_np = np.asarray(backend.to_numpy(x), dtype=np.float32)
@@ -130,9 +144,9 @@ def _measure_in(spec: Spec, entry: Any, backend: Any, model: Any, x: Any,
     _inject_fault(artifact, os.environ.get(FAULT_ENV, ""))
     reference = paritylib.flatten_outputs(
         backend.to_numpy(backend.make_runner(model, spec.baseline_mode, x).step()))
-    spec_path = write_run_spec(artifact, spec, count)
+    spec_path = write_run_spec(artifact, spec, count, settings)
     before = interference.snapshot()
-    run = _native_timed_phase(artifact, spec_path, deadline_s(spec), count)
+    run = _native_timed_phase(artifact, spec_path, deadline_s(settings), count)
     # the native process is a waited-for child: its CPU time counts as this worker's own
     figures = interference.between(before, interference.snapshot())
     outputs = read_outputs(artifact, run.result)
@@ -161,14 +175,10 @@ def _inject_fault(artifact: Path, fault: str) -> None:
         manifest.write_text(json.dumps({**doc, "runtime": "nope"}), encoding="utf-8")
 
 
-def deadline_s(spec: Spec) -> float:
+def deadline_s(settings: MeasureSettings) -> float:
     """The subprocess's deadline: the method's own bounds plus loading and compiling."""
-    m = spec.measure
-    return LOAD_ALLOWANCE_S + m.warmup_max_s + 2 * m.budget_s + latency_budget_s(spec)
-
-
-def latency_budget_s(spec: Spec) -> float:
-    return max(1.0, spec.measure.budget_s / 4)  # as runner/worker.py _time_runner
+    return (LOAD_ALLOWANCE_S + settings.warmup_max_s + 2 * settings.budget_s
+            + settings.latency_budget_s)
 
 
 def write_artifact(artifact: Path, runtime: str, x: np.ndarray, exported: dict[str, Any]) -> None:
@@ -193,9 +203,14 @@ def write_artifact(artifact: Path, runtime: str, x: np.ndarray, exported: dict[s
     (artifact / "artifact.json").write_text(json.dumps(manifest), encoding="utf-8")
 
 
-def write_run_spec(artifact: Path, spec: Spec, count: int) -> Path:
+def write_run_spec(artifact: Path, spec: Spec, count: int,
+                   settings: MeasureSettings | None = None) -> Path:
+    """spec.json, what xlabench-native runs: the spec, measured with `settings` (default: the
+    spec's own)."""
+    settings = settings or spec.measure
     path = artifact / "spec.json"
-    doc = {**spec.to_dict(), "latency_budget_s": latency_budget_s(spec), "threads": count,
+    doc = {**spec.to_dict(), "measure": dataclasses.asdict(settings),
+           "latency_budget_s": settings.latency_budget_s, "threads": count,
            "self_check_rounds": int(os.environ.get(SELF_CHECK_ENV, "0") or 0)}
     path.write_text(json.dumps(doc), encoding="utf-8")
     return path

@@ -122,7 +122,7 @@ def _measure(spec: Spec, entry: Any, settings: MeasureSettings, scratch: str | N
     _inject_fault(os.environ.get(FAULT_ENV, ""))
     x = backend.make_input(spec)
     if spec.runner == "native":  # xlabench-native times the exported artifact
-        record = native.measure(spec, entry, backend, model, x, runtime)
+        record = native.measure(spec, entry, backend, model, x, runtime, settings)
         return record.replace(costs=Costs(params=int(model.count_params())))
     if spec.scenario:  # MLPerf's LoadGen issues the queries
         record = scenario_run.measure(
@@ -223,7 +223,7 @@ def _time_runner(spec: Spec, backend: Any, runner: Runner, settings: MeasureSett
     steps = timing.calibrate(runner.step, backend.sync, settings, step_s)
     samples = timing.collect_samples(runner.step, backend.sync, settings, steps)
     latency_s = timing.time_latency(
-        runner.step, backend.sync, settings.latency_steps, budget_s=max(1.0, settings.budget_s / 4)
+        runner.step, backend.sync, settings.latency_steps, budget_s=settings.latency_budget_s
     )
     return {
         "interference": interference.between(before, interference.snapshot()),

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from xlabench.core import Record, Spec, Status, UserError, failure
+from xlabench.core import Record, Spec, Status, UserError, failure, one_line
 from xlabench.measure import env as envinfo
 from xlabench.runner import Placement, current_env_id, run_isolated
 
@@ -332,7 +332,7 @@ class RayExecutor:
             raise UserError("Ray workers did not answer the environment probe within "
                             f"{RAY_PROBE_TIMEOUT_S:g} s (is the cluster busy?)") from None
         except self.ray.exceptions.RayError as exc:
-            raise UserError(f"Ray workers cannot run xlabench: {_first_line(exc)} "
+            raise UserError(f"Ray workers cannot run xlabench: {one_line(exc)} "
                             "(install xlabench on every node)") from None
         return sorted(set(found))
 
@@ -408,9 +408,9 @@ class RayExecutor:
         try:
             return Record.from_dict(self.ray.get(ref)), False
         except exceptions.OutOfMemoryError as exc:
-            return failure(spec, Status.OOM, f"Ray killed the task: {_first_line(exc)}"), True
+            return failure(spec, Status.OOM, f"Ray killed the task: {one_line(exc)}"), True
         except exceptions.RayError as exc:
-            record = failure(spec, Status.CRASHED, f"Ray task failed: {_first_line(exc)}",
+            record = failure(spec, Status.CRASHED, f"Ray task failed: {one_line(exc)}",
                              str(exc))
             return record, True
 
@@ -447,12 +447,7 @@ def _ray_init(ray: Any, address: str | None) -> None:
                  logging_level=logging.WARNING, configure_logging=True)
     except (ConnectionError, ValueError, RuntimeError) as exc:
         raise UserError(f"cannot start or reach Ray at {address or 'default'}: "
-                        f"{_first_line(exc)}") from None
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0][:300] if lines else type(exc).__name__
+                        f"{one_line(exc)}") from None
 
 
 @contextlib.contextmanager

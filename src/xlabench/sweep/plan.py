@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from xlabench.core import Spec
 from xlabench.measure import stats
 from xlabench.store import ResultStore
-from xlabench.sweep.grid import Grid
+from xlabench.sweep.expand import Grid
 
 #: (model, backend, mode) -> past worker wall times; the exact configuration is tried first.
 HistoryKey = tuple[str, ...]

@@ -23,13 +23,14 @@ from xlabench.measure import combine
 from xlabench.runner import current_env_id, ensure_costs, ensure_peaks, with_costs
 from xlabench.runner.costs import CostCounter, cost_key, count_costs
 from xlabench.store import ResultStore
+from xlabench.sweep.config import SweepConfig
 from xlabench.sweep.executors import (
     Executor,
     LocalExecutor,
     RayExecutor,
     local_slots,
 )
-from xlabench.sweep.grid import Grid, SweepConfig, expand
+from xlabench.sweep.expand import Grid, expand
 from xlabench.sweep.plan import Plan, make_plan
 from xlabench.sweep.progress import Progress, SweepSummary
 from xlabench.sweep.schedule import (

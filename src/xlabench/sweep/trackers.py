@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from xlabench.core import Record
+from xlabench.core import Record, one_line
 from xlabench.core.device import device_name
 
 Warn = Callable[[str], None]
@@ -161,7 +161,7 @@ class Trackers:
             try:
                 started.append(make())
             except Exception as exc:  # noqa: BLE001 (a tracker never stops the sweep)
-                warn(f"{name} logging is off: {_one_line(exc)}")
+                warn(f"{name} logging is off: {one_line(exc)}")
         return cls(started, warn)
 
     def log(self, record: Record) -> None:
@@ -173,17 +173,12 @@ class Trackers:
                 self.failures[tracker.name] = count + 1
                 if count == 0:
                     self._warn(f"{tracker.name} could not log {record.spec.label()}: "
-                               f"{_one_line(exc)} (the sweep goes on; failures are counted)")
+                               f"{one_line(exc)} (the sweep goes on; failures are counted)")
 
     def close(self) -> None:
         for tracker in self._trackers:
             try:
                 tracker.close()
             except Exception as exc:  # noqa: BLE001 (a tracker never stops the sweep)
-                self._warn(f"{tracker.name} did not close cleanly: {_one_line(exc)}")
+                self._warn(f"{tracker.name} did not close cleanly: {one_line(exc)}")
 
-
-def _one_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    text = lines[0] if lines else ""
-    return f"{type(exc).__name__}: {text}"[:300]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from xlabench.core.errors import UserError
+from xlabench.core.errors import UserError, one_line
 
 #: Set by tests (and by users who want a guarantee) to refuse any download.
 OFFLINE_ENV = "XLABENCH_OFFLINE"
@@ -51,6 +51,6 @@ def _build_imagenet(constructor: Any, variant: str, resolution: int) -> Any:
     except Exception as exc:
         raise UserError(
             f"cannot download ImageNet weights for {variant} (no network?): "
-            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}; "
+            f"{one_line(exc)}; "
             "use --weights random"
         ) from exc

@@ -33,7 +33,7 @@ from typing import Any
 
 from xlabench.core.backends import FRAMEWORKS
 from xlabench.core.child import run_child
-from xlabench.core.errors import UserError
+from xlabench.core.errors import UserError, one_line
 from xlabench.core.spec import RESOLUTION_RANGE, Spec
 from xlabench.zoo.registry import OWN, ModelEntry, ResolutionRule
 
@@ -223,7 +223,15 @@ def _check_saved_layers(path: Path, config: dict[str, Any], unsafe_load: bool) -
             raise UserError(f"{path.name} has a Lambda layer ({layer}): loading it runs Python "
                             "code stored in the file, which Keras' safe_mode refuses; if you "
                             f"trust the file, pass {UNSAFE_FLAG}")
-        if in_lambda or name.startswith("__") or not isinstance(module, str):
+        if in_lambda or name.startswith("__"):
+            continue
+        if module is None and isinstance(node.get("registered_name"), str):
+            # Keras writes no module for a class defined in the script that saved the model
+            raise UserError(f"{path.name} uses the custom class {name}, defined in the script "
+                            "that saved it and not registered, which the file alone cannot "
+                            "build: pass a factory module:function that imports it and returns "
+                            "the model (e.g. --models my_pkg.models:build)")
+        if not isinstance(module, str):
             continue
         if module.split(".")[0] not in KERAS_PACKAGES and module != "builtins":
             raise UserError(f"{path.name} uses the custom class {name} (module {module}), which "
@@ -394,8 +402,7 @@ def _inspect_main(factory: str, root: str) -> dict[str, Any]:
     except UserError as exc:
         return {"error": str(exc)}
     except Exception as exc:  # noqa: BLE001 (one line for the user)
-        return {"error": f"factory {factory} failed to build its model: "
-                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+        return {"error": f"factory {factory} failed to build its model: {one_line(exc)}",
                 "kind": "build"}
     try:
         shapes = [list(tensor.shape) for tensor in model.inputs]

@@ -1,4 +1,4 @@
-"""What a sweep runs: its configuration (presets, TOML, flags) and the expansion into Specs.
+"""A sweep's configuration: presets, a TOML file and flags layered, parsed and validated.
 
 A configuration is built in three layers, each overriding the one before: a preset, a TOML
 file, command-line flags. A preset may hold several grid *parts* (the study runs classifiers at
@@ -9,49 +9,27 @@ the model filters (models, families, kinds), which narrow each part instead of r
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import re
 import tomllib
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xlabench.core import BACKEND_MODES, PRECISIONS, MeasureSettings, Spec, UserError
-from xlabench.core.backends import BACKENDS, FRAMEWORKS, RUNTIMES, STUDY_BACKEND
+from xlabench.core import BACKEND_MODES, PRECISIONS, MeasureSettings, UserError
+from xlabench.core.backends import STUDY_BACKEND
 from xlabench.core.result import ResultPolicy
-from xlabench.core.scenario import (
-    Scenario,
-    ScenarioSettings,
-    parse_scenario,
-    scenario_settings_for,
-)
-from xlabench.core.spec import NATIVE_RUNTIMES, RESOLUTION_RANGE, RUNNERS
+from xlabench.core.scenario import ScenarioSettings, parse_scenario, scenario_settings_for
+from xlabench.core.spec import RESOLUTION_RANGE, RUNNERS
 from xlabench.runner.isolate import DEFAULT_TIMEOUT_S
 from xlabench.store import DEFAULT_DB
-from xlabench.store.importer import STUDY_BUILT_AS
-from xlabench.zoo import KINDS, REGISTRY, ModelEntry, own
+from xlabench.sweep.presets import DEFAULT_RESOLUTION, PRESETS
+from xlabench.zoo import KINDS
 
-DEFAULT_RESOLUTION = "default"
 DEFAULT_BATCH_SIZE = 4
 EXECUTORS = ("local", "ray")
 #: A run's label (`--label`, key `label`): what `xlabench compare` selects a side by.
 LABEL_PATTERN = re.compile(r"[A-Za-z0-9._:+-]{1,64}")
-CLASSIFIER_KINDS = tuple(k for k in KINDS if k != "detector")
-#: Precisions each backend can run (core/backends.py says why the runtimes take fp32 only).
-#: Keras 3 applies dtype policies on every backend, so all three are allowed on the frameworks;
-#: a combination that fails on some device is stored as a failure.
-BACKEND_PRECISIONS: dict[str, tuple[str, ...]] = {b.name: b.precisions for b in BACKENDS}
-#: Backend order inside each model group: the table's (JAX first, so the others reuse the
-#: model's costs that a JAX worker counts in-process).
-BACKEND_ORDER: tuple[str, ...] = tuple(b.name for b in BACKENDS)
-
-#: Short measurement for `--preset demo` (and fine for smoke runs): precision is secondary.
-DEMO_MEASURE = MeasureSettings(
-    target_rel_ci=0.05, min_sample_s=0.05, min_samples=5, max_samples=50, warmup_min_steps=3,
-    warmup_min_s=0.2, warmup_max_s=3.0, budget_s=3.0, latency_steps=10,
-)
 
 
 @dataclass(frozen=True)
@@ -132,127 +110,7 @@ class SweepConfig:
             raise UserError(f"timeout must be positive, got {self.timeout_s}")
 
 
-@dataclass(frozen=True)
-class Grid:
-    """The expanded grid: specs to run (deduplicated, in run order) and what was left out."""
 
-    specs: tuple[Spec, ...]
-    #: reason -> how many configurations were left out for it (refused resolutions, ...)
-    skipped: Mapping[str, int]
-
-    def sweep_id(self, label: str | None = None) -> str:
-        """Same grid (and label), same id: a resumed sweep keeps writing under the id it
-        started with; the same grid under another label is another sweep."""
-        joined = ",".join(sorted(s.spec_id() for s in self.specs))
-        if label:
-            joined += f"|label={label}"
-        return hashlib.sha256(joined.encode()).hexdigest()[:12]
-
-
-# ------------------------------------------------------------------------------------ presets
-#: The study's Keras backends (FRAMEWORKS) and the deployment runtimes (RUNTIMES, fp32 only),
-#: which presets add when they ask for them: both come from core/backends.py.
-_STUDY_COMMON: dict[str, Any] = {
-    "batch_sizes": (4,), "precisions": ("fp32",), "repeats": 1,
-    "backends": (*FRAMEWORKS, *RUNTIMES), "modes": (),
-}
-#: The variants in the study's published per-GPU tables (`shared/reference/`).
-STUDY_PUBLISHED_MODELS = (
-    "efficient_b1", "efficient_b2", "efficient_b3", "efficient_b4", "efficient_b5",
-    "efficient_b6", "efficient_b7", "efficient_b1_v2", "efficient_b2_v2", "efficient_b3_v2",
-    "efficient_s_v2", "efficient_m_v2", "inception_v3", "mobilenet_v1", "nasnet_large",
-    "regnetx_016", "xception",
-)
-
-
-def _gpu_models() -> tuple[str, ...]:
-    """The published models, the architectures the study really ran under their names, and the
-    first (smallest) registry variant of every family not among them."""
-    published = [*STUDY_PUBLISHED_MODELS,
-                 *(STUDY_BUILT_AS[m] for m in STUDY_PUBLISHED_MODELS if m in STUDY_BUILT_AS)]
-    covered = {REGISTRY.get(name).family for name in published}
-    first_of_family: dict[str, str] = {}
-    for entry in REGISTRY:
-        if entry.family not in covered:
-            first_of_family.setdefault(entry.family, entry.name)
-    return (*published, *first_of_family.values())
-
-
-GPU_MODELS = _gpu_models()
-_DEMO_COMMON: dict[str, Any] = {
-    "resolutions": (64,), "batch_sizes": (4,), "precisions": ("fp32",), "measure": DEMO_MEASURE,
-}
-#: The issue's side-by-side models; sampling shortened from the defaults (8 s, not 20 s, a
-#: process), since each configuration has three to four processes.
-COMPARE_MODELS = ("mobilenet_v3_small", "resnet50_v1", "efficient_b0")
-_COMPARE_COMMON: dict[str, Any] = {
-    "models": COMPARE_MODELS, "resolutions": (224,), "batch_sizes": (4,), "precisions": ("fp32",),
-    "measure": MeasureSettings(target_rel_ci=0.02, warmup_max_s=10.0, budget_s=8.0),
-}
-PRESETS: dict[str, dict[str, Any]] = {
-    # The study's grid: each classifier at its own input size, detectors at 320 and 640; every
-    # mode of every framework and of every deployment runtime in core/backends.py.
-    "study": {
-        "parts": (
-            {**_STUDY_COMMON, "kinds": CLASSIFIER_KINDS, "resolutions": (DEFAULT_RESOLUTION,)},
-            {**_STUDY_COMMON, "kinds": ("detector",), "resolutions": (320, 640)},
-        ),
-    },
-    # A GPU machine without TensorFlow (issue 6's H200 image): the models of the study's
-    # published tables plus one variant of every other family, Keras-on-JAX and on PyTorch.
-    "gpu": {
-        "parts": ({
-            "models": GPU_MODELS, "resolutions": (DEFAULT_RESOLUTION,), "batch_sizes": (4,),
-            "precisions": ("fp32",), "backends": ("jax", "torch"), "modes": (),
-        },),
-        "timeout_s": 600.0,
-    },
-    # `make demo`: MobileNetV3Small on every backend/mode but torch.compile (its compile alone
-    # costs 85 s a process here, three processes a result), OpenVINO, ONNX Runtime and the C++
-    # runner; ResNet50 in TF graph and XLA, the study's comparison. Three processes each.
-    "demo": {
-        "parts": (
-            {**_DEMO_COMMON, "models": ("mobilenet_v3_small",), "backends": ("tensorflow", "jax")},
-            {**_DEMO_COMMON, "models": ("mobilenet_v3_small",), "backends": ("torch",),
-             "modes": ("eager",)},
-            {**_DEMO_COMMON, "models": ("mobilenet_v3_small",),
-             "backends": ("openvino", "onnxruntime"), "modes": ("compiled",)},
-            {**_DEMO_COMMON, "models": ("mobilenet_v3_small",), "backends": ("tensorflow",),
-             "modes": ("xla",), "runner": "native"},
-            {**_DEMO_COMMON, "models": ("resnet50_v1",), "backends": ("tensorflow",),
-             "modes": ("graph", "xla")},
-        ),
-        "timeout_s": 600.0,
-        "db": "demo.db",
-        # three processes per configuration and no more: the demo shows the method, in minutes
-        "policy": {"min_processes": 3, "max_processes": 3, "rerun_flagged": 1},
-    },
-    # Side by side, in one sweep: three models of different shape (depthwise/SE, plain
-    # residual, compound-scaled) at 224, batch 4, fp32, on every backend/mode and on the C++
-    # runner wherever a native runtime exists, so one report holds "which runtime" and
-    # "Python's share" with intervals from the same hours of the same machine.
-    "compare": {
-        "parts": (
-            {**_COMPARE_COMMON, "backends": (*BACKEND_MODES,), "modes": ()},
-            {**_COMPARE_COMMON, "backends": (*BACKEND_MODES,), "modes": (), "runner": "native"},
-        ),
-        "db": "compare.db",
-        "policy": {"min_processes": 3, "max_processes": 3, "rerun_flagged": 1},
-    },
-    # The deployment runtimes against the TensorFlow graph they are exported from: every model
-    # at its own resolution, batch 1 (latency-bound serving) and 4, fp32 (all they take), on
-    # every mode of every runtime in core/backends.py, and TF eager/graph/XLA for reference.
-    # Models a converter refuses are stored as `unsupported` with the reason: that is coverage
-    # data.
-    "runtimes": {
-        "parts": ({
-            "resolutions": (DEFAULT_RESOLUTION,), "batch_sizes": (1, 4),
-            "precisions": ("fp32",), "backends": ("tensorflow", *RUNTIMES), "modes": (),
-        },),
-    },
-}
-
-# ------------------------------------------------------------------------------ building
 #: Keys accepted in a TOML file and as flag overrides, grouped by what they configure.
 PART_KEYS = ("models", "families", "kinds", "resolutions", "batch_sizes", "backends", "modes",
              "precisions", "repeats", "runner", "scenarios")
@@ -551,147 +409,3 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise UserError(f"{path} is not valid TOML: {exc}") from None
     return {key.replace("-", "_"): value for key, value in data.items()}
 
-
-# ------------------------------------------------------------------------------ expansion
-def expand(config: SweepConfig) -> Grid:
-    """Every Spec of the configuration, deduplicated, in run order.
-
-    Order: repeat, then model, resolution, batch size, precision, backend (JAX first), mode.
-    Repeats are outermost so the runs of one configuration are spread over the sweep instead of
-    back to back (slow drifts of the machine then show up as noise, not as a bias).
-
-    Resolutions a model refuses are left out and counted in `Grid.skipped` (not stored): they
-    are known before anything runs, and rows for them would be re-added on every resume.
-
-    A model may also be the user's own (a .keras file or a module:function factory, zoo.own):
-    it runs beside the registry's, whatever the family and kind filters say.
-
-    Raises:
-        UserError: an unknown model or family, a bad own model, or an empty grid.
-    """
-    specs: dict[str, Spec] = {}
-    skipped: Counter[str] = Counter()
-    for part in config.parts:
-        models = part_models(part, config.unsafe_load)
-        for repeat in range(part.repeats):
-            for entry, fields in models:
-                for spec in _entry_specs(entry, part, repeat, skipped, fields):
-                    specs.setdefault(spec.spec_id(), spec)
-    if not specs:
-        raise UserError(f"the grid is empty: {_why_empty(skipped)}")
-    return Grid(specs=tuple(specs.values()), skipped=dict(skipped))
-
-
-def part_models(part: GridPart, unsafe_load: bool = False
-                ) -> list[tuple[ModelEntry, Mapping[str, Any]]]:
-    """A part's models: registry entries (by the filters), then own models, each with the
-    fields its specs carry beside the model name (none for a registry model)."""
-    names = [m for m in part.models if not own.is_reference(m)]
-    references = [m for m in part.models if own.is_reference(m)]
-    entries = (REGISTRY.select(names, part.families, part.kinds)
-               if names or not references else [])
-    owned = [own.resolve(ref, unsafe_load) for ref in references]
-    return [*((e, {}) for e in entries), *((m.entry(), m.spec_fields()) for m in owned)]
-
-
-def _entry_specs(
-    entry: ModelEntry, part: GridPart, repeat: int, skipped: Counter[str],
-    fields: Mapping[str, Any],
-) -> list[Spec]:
-    specs = []
-    pairs, missing = backend_modes(part.backends, part.modes)
-    for resolution in _resolutions(entry, part.resolutions):
-        per_pair = len(part.batch_sizes) * len(part.precisions)
-        for backend, mode in missing:
-            skipped[f"mode {mode} not available on {backend}"] += per_pair
-        problem = entry.check_resolution(resolution)
-        if problem:
-            skipped[f"resolution refused: {problem}"] += per_pair * len(pairs)
-            continue
-        for batch in part.batch_sizes:
-            for precision in part.precisions:
-                problem = own_precision_problem(fields, precision)
-                if problem:
-                    skipped[problem] += len(pairs)
-                    continue
-                for backend, mode in pairs:
-                    if precision not in BACKEND_PRECISIONS[backend]:
-                        skipped[f"{backend} has no {precision} precision"] += 1
-                        continue
-                    if part.runner == "native" and (backend, mode) not in NATIVE_RUNTIMES:
-                        skipped[f"no native runtime for {backend}/{mode}"] += 1
-                        continue
-                    spec = Spec(entry.name, backend, mode, resolution, batch_size=batch,
-                                precision=precision, repeat=repeat, measure=part.measure,
-                                runner=part.runner, **fields)
-                    specs += _scenario_specs(spec, part, skipped)
-    return specs
-
-
-def _scenario_specs(spec: Spec, part: GridPart, skipped: Counter[str]) -> list[Spec]:
-    """`spec` once per scenario of the part (none: the timed loop, `spec` itself). What a
-    scenario cannot run is left out and counted: single-stream at a batch other than 1, and
-    any scenario on the native runner (LoadGen runs in the Python worker)."""
-    if not part.scenarios:
-        return [spec]
-    specs = []
-    for scenario in part.scenarios:
-        if part.runner == "native":
-            skipped["LoadGen scenarios run in the Python worker, not the native runner"] += 1
-        elif scenario == Scenario.SINGLE_STREAM and spec.batch_size != 1:
-            skipped["single-stream runs batch 1 only"] += 1
-        else:
-            settings = scenario_settings_from(scenario, spec.backend, spec.batch_size,
-                                              dict(part.scenario_values))
-            specs.append(dataclasses.replace(spec, scenario=scenario,
-                                             scenario_settings=settings))
-    return specs
-
-
-def own_precision_problem(fields: Mapping[str, Any], precision: str) -> str | None:
-    """Why a saved model file cannot run at `precision` (it keeps the dtype it was saved
-    with; a factory builds under the run's dtype policy), or None."""
-    if fields.get("model_file") and not fields.get("model_factory") and precision != "fp32":
-        return (f"a saved model file runs in the dtype it was saved with, not {precision} "
-                "(a factory builds under the precision's dtype policy)")
-    return None
-
-
-def backend_modes(
-    backends: Iterable[str], modes: Iterable[str]
-) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(backend, mode) pairs to run, and requested pairs that do not exist.
-
-    A mode list applies per backend: `eager,xla,compiled` gives TF eager/xla, JAX eager/xla and
-    torch eager/compiled (and notes tensorflow/compiled, jax/compiled, torch/xla as missing).
-    No modes means every mode of each backend. Backends come JAX first (see BACKEND_ORDER).
-    """
-    wanted = list(dict.fromkeys(modes))
-    ordered = sorted(dict.fromkeys(backends), key=BACKEND_ORDER.index)
-    pairs, missing = [], []
-    for backend in ordered:
-        available = BACKEND_MODES[backend]
-        for mode in wanted or available:
-            (pairs if mode in available else missing).append((backend, mode))
-    return pairs, missing
-
-
-def _resolutions(entry: ModelEntry, resolutions: Iterable[int | str]) -> list[int]:
-    values = [default_resolution(entry) if r == DEFAULT_RESOLUTION else int(r)
-              for r in resolutions]
-    return list(dict.fromkeys(values))
-
-
-def default_resolution(entry: ModelEntry) -> int:
-    """The model's own input size; an own model whose input size is not fixed has none."""
-    if not entry.default_resolution:
-        raise UserError(f"{entry.name} does not fix its input size (H and W are None): give "
-                        "the resolution to measure it at (--resolution / --resolutions)")
-    return entry.default_resolution
-
-
-def _why_empty(skipped: Counter[str]) -> str:
-    if not skipped:
-        return "no model matches the filters, or no backend has the requested modes"
-    reasons = [r for r, _ in skipped.most_common(3)]
-    return "every configuration was left out (" + "; ".join(reasons) + ")"
