@@ -19,8 +19,6 @@ const char* const kReported[] = {
     "NUM_STREAMS",              "INFERENCE_NUM_THREADS", "ENABLE_CPU_PINNING",
     "ENABLE_HYPER_THREADING",   "SCHEDULING_CORE_TYPE",  "OPTIMAL_NUMBER_OF_INFER_REQUESTS"};
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
 // OpenVINO reports errors as exceptions with multi-line messages: one line, named stage.
 template <typename F>
 auto guarded(const std::string& what, F&& f) -> decltype(f()) {

@@ -20,6 +20,18 @@ class RuntimeError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The input is wrong (an argument, a spec value, a manifest value refused by rule): one line,
+// exit 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// An SDK's error message, often many lines (a stack, a log), cut to the one line we print.
+inline std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
 struct Tensor {
   std::vector<std::int64_t> shape;
   std::vector<float> data;
