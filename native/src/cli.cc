@@ -5,12 +5,29 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sys/stat.h>
 
 #include "measure/stats.h"
 #include "util/files.h"
 
 namespace xlabench {
+namespace timing {
+
+// Settings <-> JSON, both ways, from this one list of fields (in the order they are printed).
+// nlohmann 3.11.2's macro defines to_json for nlohmann::json only, whose keys come out sorted:
+// the ordered to_json below runs nlohmann's own per-field step over the same list.
+#define XLABENCH_SETTINGS_FIELDS                                                         \
+  target_rel_ci, min_sample_s, min_samples, max_samples, warmup_min_steps, warmup_min_s, \
+      warmup_max_s, budget_s, latency_steps, latency_budget_s
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Settings, XLABENCH_SETTINGS_FIELDS)
+inline void to_json(nlohmann::ordered_json& nlohmann_json_j, const Settings& nlohmann_json_t) {
+  NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(NLOHMANN_JSON_TO, XLABENCH_SETTINGS_FIELDS))
+}
+#undef XLABENCH_SETTINGS_FIELDS
+
+}  // namespace timing
+
 namespace {
 
 using Json = nlohmann::json;
@@ -19,12 +36,6 @@ using OrderedJson = nlohmann::ordered_json;
 
 constexpr const char* kUsage =
     "usage: xlabench-native --list | run ARTIFACT_DIR --spec SPEC.json";
-
-// A user error: one line, exit 2.
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct RunArgs {
   std::string artifact_dir;
@@ -68,13 +79,6 @@ long integer(const Json& value) {
     throw BadValue("expected an integer, got " + value.dump());
   return static_cast<long>(d);
 }
-double number_or(const Json& object, const char* key, double fallback) {
-  return object.contains(key) ? object.at(key).get<double>() : fallback;
-}
-long integer_or(const Json& object, const char* key, long fallback) {
-  return object.contains(key) ? integer(object.at(key)) : fallback;
-}
-
 // Reads a JSON document; every way it can be bad (unreadable, not JSON, a missing key, a value
 // of the wrong type) becomes one `Error` whose message starts with `what`.
 template <typename Error, typename Read>
@@ -90,57 +94,91 @@ auto read_document(const std::string& what, Read&& read) -> decltype(read()) {
   }
 }
 
-struct RunSpec {
-  timing::Settings settings;
-  Options options;
-  long self_check_rounds = 0;  // > 0: also check the harness against the steady clock
-};
+// Reads a T through its from_json (nlohmann's macros), each count checked first: a field whose
+// default is an integer takes an integer (or 5.0), where nlohmann alone would read 2.5 as 2.
+template <typename T>
+T read_fields(Json object) {
+  const Json defaults = T{};
+  if (object.is_object()) {
+    for (const auto& [key, fallback] : defaults.items())
+      if (fallback.is_number_integer() && object.contains(key)) object[key] = integer(object[key]);
+  }
+  return object.get<T>();
+}
 
 // The spec file: {"measure": MeasureSettings fields, "latency_budget_s": s, "threads": n,
-// "self_check_rounds": r}.
+// "self_check_rounds": r} (and the rest of the Python Spec, not read here).
+struct RunSpec {
+  timing::Settings settings;   // "measure", with the latency budget written beside it
+  long threads = 1;            // intra-op threads (the Python side uses the same count)
+  long self_check_rounds = 0;  // > 0: also check the harness against the steady clock
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunSpec, threads, self_check_rounds)
+
 RunSpec read_spec(const std::string& path) {
   RunSpec spec;
   read_document<UsageError>("bad spec: ", [&] {
     const Json doc = read_json(path);
-    const Json m = doc.value("measure", Json::object());
-    timing::Settings& s = spec.settings;
-    s.target_rel_ci = number_or(m, "target_rel_ci", s.target_rel_ci);
-    s.min_sample_s = number_or(m, "min_sample_s", s.min_sample_s);
-    s.min_samples = integer_or(m, "min_samples", s.min_samples);
-    s.max_samples = integer_or(m, "max_samples", s.max_samples);
-    s.warmup_min_steps = integer_or(m, "warmup_min_steps", s.warmup_min_steps);
-    s.warmup_min_s = number_or(m, "warmup_min_s", s.warmup_min_s);
-    s.warmup_max_s = number_or(m, "warmup_max_s", s.warmup_max_s);
-    s.budget_s = number_or(m, "budget_s", s.budget_s);
-    s.latency_steps = integer_or(m, "latency_steps", s.latency_steps);
-    s.latency_budget_s = number_or(doc, "latency_budget_s", s.latency_budget_s);
-    spec.options.threads = static_cast<int>(integer_or(doc, "threads", 1));
-    spec.self_check_rounds = integer_or(doc, "self_check_rounds", 0);
+    spec = read_fields<RunSpec>(doc);
+    Json measure = doc.value("measure", Json::object());
+    // The worker derives the latency phase's budget from "measure" and writes it beside it.
+    if (doc.contains("latency_budget_s")) measure["latency_budget_s"] = doc["latency_budget_s"];
+    spec.settings = read_fields<timing::Settings>(measure);
   });
   const std::string problem = timing::validate(spec.settings);
   if (!problem.empty()) throw UsageError("bad spec: " + problem);
-  if (spec.options.threads < 1) throw UsageError("bad spec: threads must be >= 1");
+  if (spec.threads < 1) throw UsageError("bad spec: threads must be >= 1");
   if (spec.self_check_rounds < 0) throw UsageError("bad spec: self_check_rounds must be >= 0");
   return spec;
 }
 
+// The file is sized before anything is allocated for it: a shape that does not match it fails
+// here, not as an allocation of the shape's size.
 std::vector<float> read_floats(const std::string& path, std::size_t count) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw RuntimeError("cannot read input " + path);
-  std::vector<float> data(count);
-  in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(count * 4));
-  if (in.gcount() != static_cast<std::streamsize>(count * 4) || in.peek() != EOF)
+  const auto bytes = static_cast<std::size_t>(in.tellg());
+  if (bytes != count * sizeof(float))
     throw RuntimeError(path + " does not hold " + std::to_string(count) + " float32 values");
+  std::vector<float> data(count);
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(bytes));
+  if (in.gcount() != static_cast<std::streamsize>(bytes))
+    throw RuntimeError("cannot read input " + path);
   return data;
+}
+
+// An input's shape: every dimension an integer >= 1 (a negative one would wrap to a huge
+// element count, a zero one holds no data), with fewer elements than a file can hold bytes.
+std::vector<std::int64_t> read_shape(const Json& shape) {
+  const auto refuse = [&](const std::string& why) {
+    return UsageError("bad artifact manifest: shape " + shape.dump() + ": " + why);
+  };
+  if (!shape.is_array()) throw refuse("not an array");
+  std::vector<std::int64_t> dims;
+  std::size_t count = 1;
+  for (const auto& value : shape) {
+    long dim = 0;
+    try {
+      dim = integer(value);
+    } catch (const std::exception&) {  // BadValue, or nlohmann's type_error for a non-number
+      throw refuse("dimensions must be integers");
+    }
+    if (dim < 1) throw refuse("dimensions must be >= 1");
+    const auto size = static_cast<std::size_t>(dim);
+    if (count > std::numeric_limits<std::size_t>::max() / sizeof(float) / size)
+      throw refuse("too many elements");
+    count *= size;
+    dims.push_back(dim);
+  }
+  return dims;
 }
 
 Tensor read_input(const Artifact& artifact, const Json& entry) {
   Tensor tensor;
+  tensor.shape = read_shape(entry.at("shape"));
   std::size_t count = 1;
-  for (const auto& dim : entry.at("shape")) {
-    tensor.shape.push_back(integer(dim));
-    count *= static_cast<std::size_t>(tensor.shape.back());
-  }
+  for (const auto dim : tensor.shape) count *= static_cast<std::size_t>(dim);
   tensor.data = read_floats(artifact.path(entry.at("file").get<std::string>()), count);
   return tensor;
 }
@@ -165,14 +203,11 @@ void write_floats(const std::string& path, const std::vector<float>& data) {
   if (!out) throw RuntimeError("cannot write " + path);
 }
 
+// The settings the run used, as read: every Settings field, then the thread count.
 OrderedJson settings_json(const RunSpec& spec) {
-  const timing::Settings& s = spec.settings;
-  return {{"target_rel_ci", s.target_rel_ci}, {"min_sample_s", s.min_sample_s},
-          {"min_samples", s.min_samples}, {"max_samples", s.max_samples},
-          {"warmup_min_steps", s.warmup_min_steps}, {"warmup_min_s", s.warmup_min_s},
-          {"warmup_max_s", s.warmup_max_s}, {"budget_s", s.budget_s},
-          {"latency_steps", s.latency_steps}, {"latency_budget_s", s.latency_budget_s},
-          {"threads", spec.options.threads}};
+  OrderedJson settings = spec.settings;
+  settings["threads"] = spec.threads;
+  return settings;
 }
 
 // Writes each output as raw float32 next to the artifact and describes it in the JSON.
@@ -259,7 +294,7 @@ Measured measure(Runtime& runtime, const Artifact& artifact, const RunSpec& spec
                  const timing::Clock& clock) {
   Measured m;
   double start = clock();
-  runtime.load(artifact, spec.options);
+  runtime.load(artifact, Options{static_cast<int>(spec.threads)});
   m.load_s = clock() - start;
   start = clock();
   runtime.prepare();

@@ -28,6 +28,25 @@ expect(2 frobnicate)
 expect(2 run ${WORK})
 expect(2 run ${WORK}/missing --spec ${WORK}/missing.json)
 
+# tf_c: a tensor name whose index is not an integer >= 0 is refused from the manifest, before the
+# SavedModel is read: exit 2 and the name (std::stoi used to say only "stoi").
+list(FIND RUNTIMES tf_c tf_c_index)
+if(tf_c_index GREATER -1)
+  set(dir ${WORK}/tf_c_bad_tensor)
+  file(MAKE_DIRECTORY ${dir})
+  file(WRITE ${dir}/input.bin "12345678")
+  file(WRITE ${WORK}/empty_spec.json "{}")
+  foreach(tensor "x:abc" "x:-1" "x:1x" "x:")
+    file(WRITE ${dir}/artifact.json "{\"runtime\": \"tf_c\", \"saved_model\": \"saved_model\", \
+\"inputs\": [{\"file\": \"input.bin\", \"shape\": [1, 2], \"tensor\": \"${tensor}\"}], \
+\"outputs\": [{\"tensor\": \"y:0\"}]}")
+    expect(2 run ${dir} --spec ${WORK}/empty_spec.json)
+    if(NOT last_err MATCHES "tf_c: bad tensor '${tensor}' in the artifact manifest[^\n]*\n$")
+      message(FATAL_ERROR "tf_c with tensor ${tensor}: expected 'bad tensor', got: ${last_err}")
+    endif()
+  endforeach()
+endif()
+
 # pjrt: a load that fails once the plugin has made its client exits 1 with the reason and ends
 # cleanly (the plugin's exit handlers used to run after dlclose had unmapped them: SIGSEGV).
 list(FIND RUNTIMES pjrt pjrt_index)

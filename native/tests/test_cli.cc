@@ -86,9 +86,11 @@ const char* kSpec =
 const char* kSelfCheckSpec =
     R"({"measure": {"budget_s": 1, "warmup_min_s": 0.05}, "self_check_rounds": 3})";
 
-void write_artifact(const std::string& dir, const std::string& runtime) {
+void write_artifact(const std::string& dir, const std::string& runtime,
+                    const std::string& shape = "[2, 2]") {
   write(dir + "/artifact.json", R"({"runtime": ")" + runtime +
-                                    R"(", "inputs": [{"file": "input.bin", "shape": [2, 2]}]})");
+                                    R"(", "inputs": [{"file": "input.bin", "shape": )" + shape +
+                                    "}]}");
   const float input[4] = {1.0f, -2.0f, 3.5f, 0.0f};
   std::ofstream(dir + "/input.bin", std::ios::binary)
       .write(reinterpret_cast<const char*>(input), sizeof input);
@@ -107,6 +109,33 @@ void check_argument_errors(const std::string& dir) {
   CHECK(bad.code == 2 && one_line_containing(bad, "min_samples"));
   write(dir + "/bad_type.json", R"({"measure": {"min_samples": "five"}})");
   CHECK(call({"run", dir, "--spec", dir + "/bad_type.json"}).code == 2);
+  // A count is an integer (5.0 is one); nlohmann alone would read 5.5 as 5.
+  write(dir + "/fraction.json", R"({"measure": {"min_samples": 5.5}})");
+  const Result fraction = call({"run", dir, "--spec", dir + "/fraction.json"});
+  CHECK(fraction.code == 2 && one_line_containing(fraction, "expected an integer, got 5.5"));
+  write(dir + "/fraction.json", R"({"threads": 1.5})");
+  CHECK(call({"run", dir, "--spec", dir + "/fraction.json"}).code == 2);
+  write(dir + "/whole.json", R"({"measure": {"min_samples": 5.0}, "threads": 2.0})");
+  CHECK(call({"run", dir, "--spec", dir + "/whole.json"}).code == 0);
+}
+
+// A shape the runner refuses by rule, before anything is allocated for it: exit 2, one line.
+void check_shape_errors(const std::string& spec) {
+  const std::string dir = make_dir();
+  const auto refused = [&](const std::string& shape, const std::string& why) {
+    write_artifact(dir, "fake", shape);
+    const Result r = call({"run", dir, "--spec", spec});
+    const bool ok = r.code == 2 && one_line_containing(r, "bad artifact manifest: shape ") &&
+                    one_line_containing(r, why);
+    if (!ok) std::cerr << "shape " << shape << ": exit " << r.code << "\n";
+    return ok;
+  };
+  CHECK(refused("[2, -2]", "dimensions must be >= 1"));
+  CHECK(refused("[0, 4]", "dimensions must be >= 1"));
+  CHECK(refused("[2, 2.5]", "dimensions must be integers"));
+  CHECK(refused("[2, \"2\"]", "dimensions must be integers"));
+  CHECK(refused("[4611686018427387904, 4]", "too many elements"));
+  CHECK(refused("4", "not an array"));
 }
 
 void check_artifact_errors(const std::string& dir) {
@@ -217,6 +246,7 @@ int main(int argc, char** argv) {
   }
   check_argument_errors(dir);
   check_artifact_errors(dir);
+  check_shape_errors(dir + "/spec.json");
   check_run(dir);
   check_list();
   return test::finish("test_cli");

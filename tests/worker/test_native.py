@@ -242,6 +242,35 @@ def test_openvino_ir_runs_in_the_cpp_runtime(tmp_path: Path) -> None:
           f"{record.throughput.median_sps:.0f} samples/s")
 
 
+@NEEDS_OPENVINO
+def test_openvino_reports_the_properties_its_manifest_names(tmp_path: Path) -> None:
+    """The list is backends/openvino.py REPORTED, passed in the manifest: the C++ side reads
+    back exactly the properties named there, no list of its own."""
+    import numpy as np
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    from xlabench.backends import openvino as ov_backend
+
+    artifact = tmp_path / "artifact"
+    (artifact / "ir").mkdir(parents=True)
+    x = ops.parameter([1, 4], ov.Type.f32)
+    ov.save_model(ov.Model([ops.relu(x)], [x]), str(artifact / "ir" / "model.xml"))
+    np.zeros((1, 4), np.float32).tofile(artifact / "input.bin")
+    named = ["INFERENCE_PRECISION_HINT", "NUM_STREAMS"]  # the precision is checked: named
+    manifest = {"runtime": "openvino", "model": "ir/model.xml", "weights": "ir/model.bin",
+                "config": ov_backend.compile_config("fp32", 1), "reported": named,
+                "inputs": [{"file": "input.bin", "shape": [1, 4]}]}
+    (artifact / "artifact.json").write_text(json.dumps(manifest), encoding="utf-8")
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps({"measure": dataclasses.asdict(QUICK), "threads": 1}),
+                         encoding="utf-8")
+    metadata = native._native_timed_phase(artifact, spec_path, 60, 1).result["runtime_metadata"]
+    assert sorted(k for k in metadata if k.startswith("reported.")) == [
+        f"reported.{name}" for name in named]
+    assert metadata["reported.INFERENCE_PRECISION_HINT"] == "f32"
+
+
 NEEDS_EXECUTORCH = pytest.mark.skipif(
     "executorch" not in native.compiled_runtimes(),
     reason="xlabench-native without executorch (run `make setup`)")

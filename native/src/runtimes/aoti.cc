@@ -68,8 +68,6 @@ class AotiRuntime final : public Runtime {
   }
 
  private:
-  static std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
   std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader_;
   Tensor input_;
   std::vector<at::Tensor> inputs_;

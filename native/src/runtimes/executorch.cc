@@ -28,11 +28,15 @@
 #define XLABENCH_EXECUTORCH_VERSION "unknown"
 #endif
 
-// The wheel ships libexecutorch_threadpool.so but not threadpool.h (it includes pthreadpool.h,
-// which the wheel does not ship either). These are the two members the Python backend's
-// _unsafe_reset_threadpool reaches, declared as the library defines them
-// (extension/threadpool/threadpool.h of the same release); the class is only used through the
-// pointer get_threadpool() returns, never constructed or sized here.
+// Declared by hand, because ExecuTorch's own declaration cannot be included: the wheel
+// (executorch 1.5.1) ships libexecutorch_threadpool.so, but of include/executorch/extension/
+// threadpool/ only threadpool_guard.h; threadpool.h is missing (it includes pthreadpool.h,
+// missing too). extension::Module is no way around it: module.h ships, but no library defines
+// Module, and it has no thread count to set. These are the two members the Python backend's
+// _unsafe_reset_threadpool reaches, declared as the library defines them (extension/
+// threadpool/threadpool.h of the same release; the symbols are checked when the binary links);
+// the class is only used through the pointer get_threadpool() returns, never constructed or
+// sized here.
 namespace executorch::extension::threadpool {
 class ThreadPool final {
  public:

@@ -1,7 +1,8 @@
 // openvino: the OpenVINO IR the openvino backend converts (openvino/compiled), read and compiled
 // for the CPU with the OpenVINO C++ API of the openvino wheel. The manifest carries the IR
 // (model.xml + model.bin, fp32 weights) and the compile properties the Python backend sets
-// (backends/openvino.py compile_config); what the compiled model reports back is recorded.
+// (backends/openvino.py compile_config); the properties the compiled model reports back, named
+// by the manifest's "reported" (backends/openvino.py REPORTED), are recorded.
 #include <openvino/core/version.hpp>
 #include <openvino/openvino.hpp>
 
@@ -12,14 +13,6 @@
 
 namespace xlabench {
 namespace {
-
-// Properties read back from the compiled model (as backends/openvino.py REPORTED).
-const char* const kReported[] = {
-    "INFERENCE_PRECISION_HINT", "EXECUTION_MODE_HINT",   "PERFORMANCE_HINT",
-    "NUM_STREAMS",              "INFERENCE_NUM_THREADS", "ENABLE_CPU_PINNING",
-    "ENABLE_HYPER_THREADING",   "SCHEDULING_CORE_TYPE",  "OPTIMAL_NUMBER_OF_INFER_REQUESTS"};
-
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 // OpenVINO reports errors as exceptions with multi-line messages: one line, named stage.
 template <typename F>
@@ -42,6 +35,7 @@ class OpenVinoRuntime final : public Runtime {
     const std::string bin = artifact.path(m.at("weights").get<std::string>());
     for (const auto& item : m.at("config").items())
       config_[item.key()] = item.value().get<std::string>();
+    reported_names_ = m.at("reported").get<std::vector<std::string>>();
     input_ = artifact.inputs.at(0);
     // The Core (it finds the device plugins) is made here, so that it counts as loading.
     core_ = guarded("ov::Core", [] { return std::make_unique<ov::Core>(); });
@@ -52,7 +46,7 @@ class OpenVinoRuntime final : public Runtime {
   void prepare() override {
     compiled_ = guarded("compile_model",
                         [&] { return core_->compile_model(model_, "CPU", config_); });
-    for (const char* name : kReported) {
+    for (const std::string& name : reported_names_) {
       try {
         reported_[name] = compiled_.get_property(name).as<std::string>();
       } catch (const std::exception&) {  // a property this device or version does not have
@@ -113,6 +107,7 @@ class OpenVinoRuntime final : public Runtime {
   ov::AnyMap config_;
   ov::CompiledModel compiled_;
   ov::InferRequest request_;
+  std::vector<std::string> reported_names_;
   std::map<std::string, std::string> reported_;
   Tensor input_;
   int threads_ = 1;

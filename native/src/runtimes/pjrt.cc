@@ -209,7 +209,7 @@ class PjrtRuntime final : public Runtime {
     message.error = error.get();
     api_->PJRT_Error_Message(&message);
     const std::string text(message.message, message.message_size);
-    throw RuntimeError("pjrt: " + what + ": " + text.substr(0, text.find('\n')));
+    throw RuntimeError("pjrt: " + what + ": " + first_line(text));
   }
 
   void await(PJRT_Event* event, const std::string& what) const {

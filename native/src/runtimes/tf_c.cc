@@ -4,6 +4,7 @@
 // with the thread counts; the C side never parses protobufs.
 #include <tensorflow/c/c_api.h>
 
+#include <charconv>
 #include <cstring>
 
 #include "runtimes/runtime.h"
@@ -46,13 +47,38 @@ using Session = std::unique_ptr<TF_Session, SessionDeleter>;
 // Every status code is turned into an error here, and only here.
 void check(const Status& status, const std::string& what) {
   if (TF_GetCode(status.get()) != TF_OK)
-    throw RuntimeError("tf_c: " + what + ": " + TF_Message(status.get()));
+    throw RuntimeError("tf_c: " + what + ": " + first_line(TF_Message(status.get())));
+}
+
+// A tensor of the graph as the manifest names it, "op:index" (or "op": index 0).
+struct TensorName {
+  std::string op;
+  int index = 0;
+};
+
+// Parsed before the SavedModel is loaded: a bad name is the manifest's fault, refused in one
+// line (std::stoi said only "stoi", and read "1x" as 1 and "-1" as -1).
+TensorName tensor_name(const std::string& tensor) {
+  const auto colon = tensor.rfind(':');
+  if (colon == std::string::npos) return {tensor, 0};
+  TensorName parsed{tensor.substr(0, colon), 0};
+  const char* first = tensor.data() + colon + 1;
+  const char* last = tensor.data() + tensor.size();
+  const auto [stop, error] = std::from_chars(first, last, parsed.index);
+  if (first == last || error != std::errc() || stop != last || parsed.index < 0)
+    throw UsageError("tf_c: bad tensor '" + tensor +
+                     "' in the artifact manifest: expected op:index, index an integer >= 0");
+  return parsed;
 }
 
 class TfCRuntime final : public Runtime {
  public:
   void load(const Artifact& artifact, const Options& options) override {
     const nlohmann::json& m = artifact.manifest;
+    const TensorName feed = tensor_name(m.at("inputs").at(0).at("tensor").get<std::string>());
+    std::vector<TensorName> fetches;
+    for (const auto& output : m.at("outputs"))
+      fetches.push_back(tensor_name(output.at("tensor").get<std::string>()));
     SessionOptions session_options(TF_NewSessionOptions());
     Status status(TF_NewStatus());
     if (m.contains("session_config")) {
@@ -68,9 +94,8 @@ class TfCRuntime final : public Runtime {
     session_.reset(TF_LoadSessionFromSavedModel(session_options.get(), nullptr, dir.c_str(), tags,
                                                 1, graph_.get(), nullptr, status.get()));
     check(status, "loading SavedModel " + dir);
-    feed_ = operation(m.at("inputs").at(0).at("tensor").get<std::string>());
-    for (const auto& output : m.at("outputs"))
-      fetches_.push_back(operation(output.at("tensor").get<std::string>()));
+    feed_ = operation(feed);
+    for (const TensorName& fetch : fetches) fetches_.push_back(operation(fetch));
     input_ = artifact.inputs.at(0);
   }
 
@@ -117,14 +142,11 @@ class TfCRuntime final : public Runtime {
   }
 
  private:
-  // "name:index" -> the graph's output; a missing name is named in the error.
-  TF_Output operation(const std::string& tensor) const {
-    const auto colon = tensor.rfind(':');
-    const std::string name = tensor.substr(0, colon);
-    const int index = colon == std::string::npos ? 0 : std::stoi(tensor.substr(colon + 1));
-    TF_Operation* op = TF_GraphOperationByName(graph_.get(), name.c_str());
-    if (!op) throw RuntimeError("tf_c: the SavedModel has no operation " + name);
-    return TF_Output{op, index};
+  // The graph's output; a missing operation is named in the error.
+  TF_Output operation(const TensorName& tensor) const {
+    TF_Operation* op = TF_GraphOperationByName(graph_.get(), tensor.op.c_str());
+    if (!op) throw RuntimeError("tf_c: the SavedModel has no operation " + tensor.op);
+    return TF_Output{op, tensor.index};
   }
 
   Graph graph_;

@@ -44,7 +44,8 @@ DEVICE = "CPU"
 INFERENCE_PRECISION = {"fp32": "f32", "bf16": "bf16"}
 #: The spec precision of each element type the compiled model may report.
 EXECUTED_PRECISION = {hint: precision for precision, hint in INFERENCE_PRECISION.items()}
-#: Properties read back from the compiled model and stored with the record.
+#: Properties read back from the compiled model and stored with the record (by the native
+#: runner too: export_native names them in its manifest).
 REPORTED = ("INFERENCE_PRECISION_HINT", "EXECUTION_MODE_HINT", "PERFORMANCE_HINT",
             "NUM_STREAMS", "INFERENCE_NUM_THREADS", "ENABLE_CPU_PINNING",
             "ENABLE_HYPER_THREADING", "SCHEDULING_CORE_TYPE", "OPTIMAL_NUMBER_OF_INFER_REQUESTS")
@@ -174,7 +175,7 @@ def export_native(spec: Spec, model: Any, x: Any, out_dir: Path,
 
     The compile properties are this module's (compile_config: the precision hint, one stream,
     LATENCY, INFERENCE_NUM_THREADS = the worker's CPUs); the C++ side sets them on
-    compile_model and reports what the compiled model says back.
+    compile_model and reports back the properties REPORTED names (the manifest's "reported").
     """
     import openvino as ov
 
@@ -193,7 +194,7 @@ def export_native(spec: Spec, model: Any, x: Any, out_dir: Path,
                       if op.get_type_name() == "Constant"})
     return {
         "model": "ir/model.xml", "weights": "ir/model.bin", "config": config,
-        "stages_s": stages,
+        "reported": list(REPORTED), "stages_s": stages,
         "info": {"artifact": "OpenVINO IR (compress_to_fp16=False)",
                  "artifact_bytes": sum(p.stat().st_size for p in (out_dir / "ir").iterdir()),
                  "openvino_config": config, "ir_weight_types": weights,
