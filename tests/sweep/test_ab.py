@@ -40,7 +40,8 @@ def _scripted(record_factory: Callable[..., Record], rate_of: Callable[[Spec, st
     worker is tested by the real runs below; this tests the loop's decisions)."""
     count = [0]
 
-    def run(spec: Spec, python: str | None, env: Mapping[str, str], timeout_s: float) -> Record:
+    def run(spec: Spec, python: str | None, env: Mapping[str, str], timeout_s: float,
+            target: float | None) -> Record:
         count[0] += 1
         rate = rate_of(spec, python, env, count[0])
         base = record_factory(model=spec.model, backend=spec.backend, mode=spec.mode,
@@ -122,10 +123,10 @@ def test_the_budget_ends_it_inconclusive(tmp_path: Path, record_factory) -> None
     runner = _scripted(record_factory, slow)
     now_s = [0.0]
 
-    def timed(spec: Spec, python: str | None, env: Mapping[str, str], timeout_s: float
-              ) -> Record:
+    def timed(spec: Spec, python: str | None, env: Mapping[str, str], timeout_s: float,
+              target: float | None) -> Record:
         now_s[0] += 10.0  # each process takes 10 s on this clock
-        return runner(spec, python, env, timeout_s).replace(duration_s=10.0)
+        return runner(spec, python, env, timeout_s, target).replace(duration_s=10.0)
 
     run = _run(tmp_path, timed, [], budget_s=45.0, clock=lambda: now_s[0])
     (c,) = run.configurations
@@ -135,14 +136,25 @@ def test_the_budget_ends_it_inconclusive(tmp_path: Path, record_factory) -> None
 
 
 def test_a_failed_process_stops_its_configuration(tmp_path: Path, record_factory) -> None:
-    def failing(spec: Spec, python: str | None, env: Mapping[str, str], timeout_s: float
-                ) -> Record:
+    def failing(spec: Spec, python: str | None, env: Mapping[str, str], timeout_s: float,
+                target: float | None) -> Record:
         return record_factory(status=Status.CRASHED).replace(spec=spec)
 
     run = _run(tmp_path, failing, [])
     (c,) = run.configurations
     assert c.verdict() == "inconclusive" and c.stopped_because.startswith("a process failed")
     assert run.rounds_run == 1
+
+
+def test_sampling_is_shorter_when_processes_differ_more(record_factory) -> None:
+    def records(rates: list[float]) -> list[Record]:
+        return [record_factory(throughput=rate).replace(duration_s=20.0) for rate in rates]
+
+    assert ab.sampling_target(records([100.0]))[0] is None  # one process: the spec's own
+    alike, _ = ab.sampling_target(records([100.0, 100.0, 100.0]))
+    spread, reason = ab.sampling_target(records([70.0, 100.0, 140.0]))
+    assert alike is not None and spread is not None
+    assert spread > alike and "samples per process" in reason
 
 
 def test_side_changes_become_the_side_spec() -> None:

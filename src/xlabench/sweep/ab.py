@@ -38,7 +38,13 @@ from xlabench.core.record import ProcessInfo
 from xlabench.core.result import Result, ResultPolicy
 from xlabench.measure import env as envinfo
 from xlabench.measure import stats
-from xlabench.measure.sequential import SequentialDesign, SequentialLook, sequential_look
+from xlabench.measure.sequential import (
+    SequentialDesign,
+    SequentialLook,
+    between_process_var,
+    samples_per_process,
+    sequential_look,
+)
 from xlabench.runner import Placement, run_isolated
 from xlabench.store import ResultStore
 from xlabench.sweep.grid import check_label
@@ -268,16 +274,20 @@ def new_sweep_id() -> str:
 
 
 # ------------------------------------------------------------------------------ the loop
-#: Runs one process: (spec, interpreter or None, extra environment, deadline) -> record.
-ProcessRunner = Callable[[Spec, str | None, Mapping[str, str], float], Record]
+#: Runs one process: (spec, interpreter or None, extra environment, deadline, relaxed
+#: sampling target or None) -> record.
+ProcessRunner = Callable[[Spec, str | None, Mapping[str, str], float, float | None], Record]
+#: z of a 95% interval: turns Kalibera & Jones's samples per process into a sampling target.
+Z95 = 1.96
 
 
 def run_process(spec: Spec, python: str | None, env: Mapping[str, str],
-                timeout_s: float) -> Record:
+                timeout_s: float, sampling_target_rel_ci: float | None = None) -> Record:
     """One fresh worker with the side's interpreter and environment variables. The record's
     environment is the worker's own, with the side's variables added to its flags (an
     arbitrary variable is no RESULT_FLAG, yet it is what differs), and its id follows."""
     record = run_isolated(spec, timeout_s, placement=Placement(env=dict(env)),
+                          sampling_target_rel_ci=sampling_target_rel_ci,
                           python=python or sys.executable)
     recorded = dict(record.env)
     recorded["flags"] = {**(recorded.get("flags") or {}), **env}
@@ -341,12 +351,55 @@ def _run_round(run: AbRun, live: Sequence[AbConfiguration], round_index: int,
         processes = configuration.processes[side_index]
         # A process never outlives the whole budget (a hung worker cannot hold it hostage).
         timeout_s = min(run.settings.timeout_s, run.settings.budget_s)
+        target, reason = sampling_target(processes.records)
         record = runner(configuration.specs[side_index], side.python, side.environment(),
-                        timeout_s)
+                        timeout_s, target)
         info = ProcessInfo(result_id=processes.result_id, index=len(processes.records),
-                           round=round_index)
+                           round=round_index, sampling_target_rel_ci=target,
+                           sampling_reason=reason)
         record = save_record(store, record.replace(process=info), run.sweep_id, side.label)
         processes.records.append(record)
+
+
+def sampling_target(records: Sequence[Record]) -> tuple[float | None, str]:
+    """How long the side's next process samples, from its processes so far (Kalibera & Jones
+    2013): the samples per process that minimise the interval for the time spent, given the
+    within-process variance of a sample, the between-process variance of the medians and what
+    a process costs beside its samples, as the relative interval the worker samples to (it only
+    ever relaxes the spec's target, so the spec and its id stay). None before two processes."""
+    timed = [(math.log(r.throughput.median_sps), r.throughput.sample_s, r.duration_s or 0.0)
+             for r in records if r.ok and r.throughput is not None
+             and r.throughput.median_sps > 0 and len(r.throughput.sample_s) >= 2]
+    if len(timed) < 2:
+        return None, ""
+    within_var = stats.median([_log_var(samples) for _, samples, _ in timed])
+    if within_var <= 0:
+        return None, ""
+    medians = [log_rate for log_rate, _, _ in timed]
+    samples = round(stats.median([len(samples) for _, samples, _ in timed]))
+    between_var = between_process_var(_log_var_of_logs(medians), within_var, samples)
+    sample_s = stats.median([stats.median(samples) for _, samples, _ in timed])
+    process_s = stats.median([max(0.0, duration - sum(samples))
+                              for _, samples, duration in timed])
+    best = samples_per_process(within_var, between_var, process_s, sample_s)
+    target = Z95 * math.sqrt(within_var / best)
+    return target, (f"Kalibera & Jones: {best} samples per process (within σ "
+                    f"{100 * math.sqrt(within_var):.1f}%, between σ "
+                    f"{100 * math.sqrt(between_var):.1f}%, {process_s:.1f} s a process, "
+                    f"{sample_s:.3f} s a sample): sampling stops at ±{100 * target:.1f}%")
+
+
+def _log_var(sample_s: Sequence[float]) -> float:
+    """Variance of log(samples/s) over one process's samples: the steps per sample are fixed,
+    so it is the variance of log(sample time)."""
+    return _log_var_of_logs([math.log(t) for t in sample_s if t > 0])
+
+
+def _log_var_of_logs(logs: Sequence[float]) -> float:
+    if len(logs) < 2:
+        return 0.0
+    mean = sum(logs) / len(logs)
+    return sum((x - mean) ** 2 for x in logs) / (len(logs) - 1)
 
 
 def _look(c: AbConfiguration, design: SequentialDesign, round_index: int,
