@@ -171,6 +171,16 @@ def test_side_changes_become_the_side_spec() -> None:
     assert ab.side_spec(spec, ab.parse_side("a", [])) == spec
 
 
+def test_a_model_side_takes_a_registry_name_or_an_own_model() -> None:
+    spec = Spec("mobilenet_v3_small", "tensorflow", "graph", 32, batch_size=1)
+    assert ab.side_spec(spec, ab.parse_side("b", ["model=resnet50"])).model == "resnet50_v1"
+    factory = "tests.own.factories:build_any_size"
+    own = ab.side_spec(spec, ab.parse_side("b", [f"model={factory}"]))
+    assert own.own_model and own.model_factory == factory and own.resolution == 32
+    back = ab.side_spec(own, ab.parse_side("a", ["model=mobilenet_v3_small"]))
+    assert back == spec
+
+
 # -------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("extra, message", [
     (["--b", "colour=red"], "unknown KEY 'colour'"),

@@ -50,7 +50,7 @@ from xlabench.store import ResultStore
 from xlabench.sweep.grid import check_label
 from xlabench.sweep.run import save_record
 from xlabench.sweep.schedule import ResultProcesses
-from xlabench.zoo import entry_for, own
+from xlabench.zoo import REGISTRY, entry_for, own
 
 #: What a side may change: the worker's interpreter, an environment variable (`env:NAME`), or
 #: one of these spec fields.
@@ -154,13 +154,14 @@ def side_spec(spec: Spec, side: AbSide, unsafe_load: bool = False) -> Spec:
 
 
 def _model_fields(model: str, unsafe_load: bool) -> dict[str, Any]:
+    """The spec fields of `model`: an own model's, or a registry model's canonical name with
+    the own-model fields at their defaults (UserError: neither)."""
     if own.is_reference(model):
         owned = own.resolve(model, unsafe_load)
         return {"model": owned.entry().name, **owned.spec_fields()}
     defaults = {f.name: f.default for f in dataclasses.fields(Spec)}
-    entry_for(Spec(model, "tensorflow", "graph", 32))  # UserError: an unknown model
-    return {"model": model, **{name: defaults[name] for name in OWN_MODEL_FIELDS
-                               if name in defaults}}
+    return {"model": REGISTRY.get(model).name,
+            **{name: defaults[name] for name in OWN_MODEL_FIELDS}}
 
 
 def check_interpreter(side: AbSide) -> None:
