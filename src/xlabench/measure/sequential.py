@@ -7,14 +7,14 @@ interval for it, and a verdict: faster / slower / same (the rule of `analysis/co
 verdict()`, against the same threshold t), or continue.
 
 Looking after every round and stopping at the first verdict makes a plain t interval lie: each
-look is another chance for a chance excursion to cross 1 ± t, and over 40 looks an A/A run
-(no true change) is called faster or slower several times as often as its nominal 5%
+look is another chance for a chance excursion to cross 1 ± t, and over 40 looks an A/A run (no
+true change) is called faster or slower several times as often as its nominal 5%
 (tests/unit/test_sequential.py shows it). We use instead an *anytime-valid confidence sequence*
-for the mean μ of the log-ratios, exact for i.i.d. Gaussian x with unknown variance: Lai's
-(1976) t-mixture, in the form of Howard, Ramdas, McAuliffe & Sekhon (2021), "Time-uniform,
-nonparametric, nonasymptotic confidence sequences". For a candidate mean μ0, the Bayes factor
-of the one-sample t test (effect δ = (μ - μ0) / σ ~ N(0, g) against δ = 0, scale prior 1/σ)
-after n rounds, with T the t statistic of μ0 and ν = n - 1,
+for the mean μ of the log-ratios, valid without approximation for i.i.d. Gaussian x of unknown
+variance: Lai's (1976) t-mixture, in the form of Howard, Ramdas, McAuliffe & Sekhon (2021),
+"Time-uniform, nonparametric, nonasymptotic confidence sequences". For a candidate mean μ0, the
+Bayes factor of the one-sample t test (effect δ = (μ - μ0) / σ ~ N(0, g) against δ = 0, scale
+prior 1/σ) after n rounds, with T the t statistic of μ0 and ν = n - 1,
 
     BF_n(μ0) = (1 + n g)^(-1/2) · ((ν + T²) / (ν + T² / (1 + n g)))^(n / 2),
 
@@ -32,15 +32,16 @@ stopping rule) ≤ α. It holds for any number of looks, so `max_rounds` does no
 guarantee; it only tunes the mixture: g is chosen so that the interval is narrowest at
 `tuned_rounds` (default half the budget), where decisions at the usual spread fall. The price
 of looking at will is a wider interval than a fixed-n t interval at the same n (about 1.6x at
-n = 20, α 0.05) and none at all for the first few rounds (BF_n is bounded by (1 + n g)^(ν/2),
-so nothing can be excluded until that reaches 1/α).
+n = 20, α 0.05), and an unbounded one for the first few rounds (BF_n is bounded by
+(1 + n g)^(ν/2), so nothing can be excluded until that reaches 1/α: the first five rounds
+with the default design).
 
 Why this and not a group-sequential design with α-spending (Jennison & Turnbull; Lan-DeMets
-O'Brien-Fleming spending with a union bound over the looks): that is valid only for the
-planned number of looks and, with a union bound, conservative; the t-mixture is exact for
-Gaussian data, needs no plug-in σ (it is scale invariant), and stays valid if the caller
-looks again after the budget. What it does not cover: log-ratios far from Gaussian (heavy
-tails from a disturbed round) or dependent between rounds.
+O'Brien-Fleming spending with a union bound over the looks): that is valid only for the planned
+number of looks and, with a union bound, conservative; the t-mixture is valid without
+approximation for Gaussian data, needs no plug-in σ (it is scale invariant), and stays valid if
+the caller looks again after the budget. What it does not cover: log-ratios far from Gaussian
+(heavy tails from a disturbed round) or dependent between rounds.
 
 Spending the time where it decides (Kalibera & Jones 2013, "Rigorous benchmarking in
 reasonable time"): with a process costing c_p seconds to start and a sample c_s, the variance
@@ -182,7 +183,9 @@ def sequential_look(log_ratios: Sequence[float], design: SequentialDesign) -> Se
     mean = math.fsum(log_ratios) / n
     sd = _sd(log_ratios, mean)
     g = design.mixture_g
-    half = _halfwidth_factor(n, design.alpha, g) * sd if n >= 2 else math.inf
+    factor = _halfwidth_factor(n, design.alpha, g) if n >= 2 else math.inf
+    # An unbounded boundary keeps every ratio even at zero spread (inf * 0 would be nan).
+    half = factor * sd if math.isfinite(factor) else math.inf
     low = math.exp(mean - half) if math.isfinite(half) else 0.0
     high = math.exp(mean + half) if math.isfinite(half) else math.inf
     verdict = decide(low, high, design.threshold) if n >= design.min_rounds else CONTINUE
@@ -212,14 +215,17 @@ def _rounds_needed(n: int, mean: float, sd: float, design: SequentialDesign,
     first = max(n, design.min_rounds)
 
     def decides(rounds: int) -> bool:
-        return _halfwidth_factor(rounds, design.alpha, g) * sd < distance
+        factor = _halfwidth_factor(rounds, design.alpha, g)
+        return math.isfinite(factor) and factor * sd < distance
 
     if distance <= 0.0 or not decides(ROUNDS_NEEDED_CAP):
         return None
     if decides(first):
         return first
-    # The half-width factor falls with the rounds (from unbounded), so bisect on it.
-    below, above = first, ROUNDS_NEEDED_CAP
+    # The half-width factor falls with the rounds (from unbounded): double, then bisect.
+    below, above = first, min(2 * first, ROUNDS_NEEDED_CAP)
+    while not decides(above):
+        below, above = above, min(2 * above, ROUNDS_NEEDED_CAP)
     while above - below > 1:
         middle = (below + above) // 2
         if decides(middle):
@@ -257,7 +263,7 @@ def samples_per_process(within_var: float, between_var: float, process_cost_s: f
 def between_process_var(medians_var: float, within_var: float, samples: int) -> float:
     """The between-process component of the variance of process medians measured with
     `samples` samples each: what the medians' spread has beyond the within-process noise they
-    carry (σ²_w / n; Kalibera & Jones's estimator), floored at 0."""
+    carry (σ²_w / n, as for a mean; Kalibera & Jones's estimator), floored at 0."""
     if samples < 1:
         raise ValueError(f"samples must be at least 1, got {samples}")
     return max(0.0, medians_var - within_var / samples)
