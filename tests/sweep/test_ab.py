@@ -188,6 +188,7 @@ def test_a_model_side_takes_a_registry_name_or_an_own_model() -> None:
     (["--budget", "0"], "budget must be positive"),
     (["--budget", "-5"], "budget must be positive"),
     (["--max-rounds", "2", "--min-rounds", "3"], "max_rounds (2) must be at least min_rounds"),
+    (["--max-rounds", "3", "--min-rounds", "2"], "no verdict is possible within 3 rounds"),
     (["--b", "mode=nonsense"], "has no mode 'nonsense'"),
     (["--b", "model=no_such_model"], "no_such_model"),
     (["--b", "python=/nonexistent/bin/python"], "does not run"),
@@ -235,13 +236,13 @@ def _light_venv(root: Path, package: str, version: str) -> Path:
 
 @pytest.mark.slow
 def test_real_aa_has_no_false_verdict_and_compare_pairs_it(run_cli) -> None:
-    done = run_cli("ab", *GRID, *QUICK, "--db", "ab.db", "--min-rounds", "2",
+    done = run_cli("ab", *GRID, *QUICK, "--db", "ab.db", "--min-rounds", "3",
                    "--max-rounds", "3", "--format", "json")
     assert done.returncode == 0, done.stderr
     (c,) = json.loads(done.stdout)["configurations"]
     assert c["verdict"] in ("same", "inconclusive")
-    assert c["a"]["processes"] == c["b"]["processes"] == c["rounds"] >= 2
-    assert "round  2" in done.stderr
+    assert c["a"]["processes"] == c["b"]["processes"] == c["rounds"] == 3
+    assert "round  3" in done.stderr
     compared = run_cli("compare", "ab.db", "--baseline-label", "a", "--label", "b",
                        "--format", "json")
     assert compared.returncode == 0, compared.stderr
@@ -254,7 +255,7 @@ def test_real_aa_has_no_false_verdict_and_compare_pairs_it(run_cli) -> None:
 @pytest.mark.slow
 def test_real_gated_slowdown_is_slower_and_exits_1(run_cli) -> None:
     done = run_cli("ab", *GRID, *QUICK, "--db", "ab.db", "--b", "mode=eager",
-                   "--min-rounds", "2", "--max-rounds", "4", "--fail-on-slowdown", "5")
+                   "--min-rounds", "3", "--max-rounds", "8", "--fail-on-slowdown", "5")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "slower" in done.stdout.splitlines()[1]
     assert "slower by more than 5%" in done.stderr
@@ -264,10 +265,10 @@ def test_real_gated_slowdown_is_slower_and_exits_1(run_cli) -> None:
 def test_real_two_environments_list_their_difference(tmp_path: Path, run_cli) -> None:
     python = _light_venv(tmp_path / "venv-b", "keras-hub", "0.0.1")
     done = run_cli("ab", *GRID, *QUICK, "--db", "ab.db", "--b", f"python={python}",
-                   "--min-rounds", "2", "--max-rounds", "2", "--format", "json")
+                   "--min-rounds", "3", "--max-rounds", "3", "--format", "json")
     assert done.returncode == 0, done.stderr
     (c,) = json.loads(done.stdout)["configurations"]
     assert c["b"]["python"] == str(python)
     differences = {d["name"]: d for d in c["environment_differences"]}
     assert differences["keras-hub"]["new"] == "0.0.1"
-    assert c["a"]["processes"] == c["b"]["processes"] == 2
+    assert c["a"]["processes"] == c["b"]["processes"] == 3

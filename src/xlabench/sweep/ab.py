@@ -42,6 +42,7 @@ from xlabench.measure.sequential import (
     SequentialDesign,
     SequentialLook,
     between_process_var,
+    critical_t,
     samples_per_process,
     sequential_look,
 )
@@ -202,6 +203,18 @@ class AbSettings:
             raise UserError(f"budget must be positive seconds, got {self.budget_s:g}")
         if not self.timeout_s > 0:
             raise UserError(f"timeout must be positive seconds, got {self.timeout_s:g}")
+        if first_decisive_round(self.design) is None:
+            design = self.design
+            raise UserError(f"no verdict is possible within {design.max_rounds} rounds (min "
+                            f"rounds {design.min_rounds}, alpha {design.alpha:g}): the "
+                            "interval stays unbounded; allow more rounds")
+
+
+def first_decisive_round(design: SequentialDesign) -> int | None:
+    """The first round at which the design's interval can be finite (None: none within its
+    rounds, so a comparison could only end inconclusive)."""
+    return next((n for n in range(design.min_rounds, design.max_rounds + 1)
+                 if math.isfinite(critical_t(n, design.alpha, design.mixture_g))), None)
 
 
 # --------------------------------------------------------------------- configurations
