@@ -35,7 +35,7 @@ from typing import Any
 from xlabench.analysis.compare import environment_differences
 from xlabench.core import Record, Spec, UserError, one_line
 from xlabench.core.record import ProcessInfo
-from xlabench.core.result import Result, ResultPolicy
+from xlabench.core.result import ResultPolicy
 from xlabench.measure import env as envinfo
 from xlabench.measure import stats
 from xlabench.measure.sequential import (
@@ -318,10 +318,6 @@ class AbRun:
     sweep_id: str
     wall_s: float = 0.0
     rounds_run: int = 0
-
-    def results(self, configuration: AbConfiguration) -> tuple[Result | None, Result | None]:
-        return tuple(p.result() if p.records else None  # type: ignore[return-value]
-                     for p in configuration.processes)
 
 
 def run_ab(run: AbRun, store: ResultStore, note: Callable[[str], None],
