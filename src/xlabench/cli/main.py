@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from xlabench import __version__
 from xlabench.cli import (
+    ab_commands,
     commands,
     compare_commands,
     merge_commands,
@@ -35,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for register in (
         *commands.REGISTRARS, *sweep_commands.REGISTRARS, *report_commands.REGISTRARS,
-        *merge_commands.REGISTRARS, *compare_commands.REGISTRARS,
+        *merge_commands.REGISTRARS, *compare_commands.REGISTRARS, *ab_commands.REGISTRARS,
     ):
         register(sub)
     return parser
