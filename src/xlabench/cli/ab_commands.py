@@ -15,7 +15,8 @@ from xlabench.core import UserError
 from xlabench.core.spec import RUNNERS
 from xlabench.store import DEFAULT_DB, ResultStore
 from xlabench.sweep import ab
-from xlabench.sweep.grid import build_config, expand
+from xlabench.sweep.config import build_config
+from xlabench.sweep.expand import expand
 
 #: Per-process sampling of `ab`: short, so the budget buys more processes rather than longer
 #: ones (Kalibera & Jones 2013: when processes differ more than samples do, only more

@@ -48,7 +48,7 @@ from xlabench.measure.sequential import (
 )
 from xlabench.runner import Placement, run_isolated
 from xlabench.store import ResultStore
-from xlabench.sweep.grid import check_label
+from xlabench.sweep.config import check_label
 from xlabench.sweep.run import save_record
 from xlabench.sweep.schedule import ResultProcesses
 from xlabench.zoo import REGISTRY, entry_for, own
