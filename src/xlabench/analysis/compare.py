@@ -301,6 +301,10 @@ class Pair:
     verdict: str
     reason: str  # why the data is insufficient ("" otherwise)
 
+    def judged_at(self, threshold: float) -> tuple[str, str]:
+        """(verdict, reason) of this pair at another threshold than the report's."""
+        return judge(self.ratio, self.new, self.baseline, threshold)
+
     @property
     def effect(self) -> float:
         return abs(math.log(self.estimate)) if self.estimate else 0.0
@@ -368,10 +372,9 @@ class CompareReport:
         return {verdict: sum(p.verdict == verdict for p in self.pairs) for verdict in VERDICTS}
 
     def slowdowns(self, threshold: float) -> list[Pair]:
-        """Pairs whose slowdown beyond `threshold` (a fraction) is established:
-        ratio_high < 1 - threshold."""
-        return [p for p in self.pairs
-                if p.ratio is not None and p.ratio.ratio_high < 1.0 - threshold]
+        """Pairs whose verdict at `threshold` (a fraction) is `slower`: the one verdict rule
+        (`judge`), so the CI gate never fails on a pair the report calls inconclusive."""
+        return [p for p in self.pairs if p.judged_at(threshold)[0] == SLOWER]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -440,12 +443,22 @@ def make_pair(spec_id: str, baseline: Chosen, new: Chosen, threshold: float) -> 
     estimate = (ratio.ratio if ratio is not None else
                 new_sps / base_sps if new_sps and base_sps else None)
     spec = new.spec if new.spec.get("model") is not None else baseline.spec
-    reason = "" if ratio is not None else _insufficient_reason(baseline.result, new.result)
-    judged = verdict(ratio, threshold)
-    if (ratio is not None and not ratio.n_pairs
-            and not between_runs_known(new.result, baseline.result)):
-        judged, reason = INCONCLUSIVE, NO_BETWEEN_RUNS
+    judged, reason = judge(ratio, new.result, baseline.result, threshold)
     return Pair(spec_id, spec, baseline.result, new.result, ratio, estimate, judged, reason)
+
+
+def judge(
+    ratio: RatioInterval | None, new: Result, baseline: Result, threshold: float
+) -> tuple[str, str]:
+    """(verdict, reason) of a pair: `verdict` of its interval, except that two separate runs
+    of which neither carries a between-run variation are inconclusive (see the module
+    docstring); the reason says why a pair has no verdict ("" otherwise). The report's
+    verdicts and the CI gate (`CompareReport.slowdowns`) both read this one rule."""
+    if ratio is None:
+        return INSUFFICIENT, _insufficient_reason(baseline, new)
+    if not ratio.n_pairs and not between_runs_known(new, baseline):
+        return INCONCLUSIVE, NO_BETWEEN_RUNS
+    return verdict(ratio, threshold), ""
 
 
 def compare(baseline: Side, new: Side, threshold: float = DEFAULT_THRESHOLD) -> CompareReport:
