@@ -46,15 +46,16 @@ from xlabench.sweep.run import stored_drift
 TF = Comparison()
 
 
-def frame(records: list[Record]) -> pd.DataFrame:
+def frame(records: list[Record], sweep_id: str | None = None) -> pd.DataFrame:
     """The analysis frame of `records` stored as a sweep stores them, in list order: a
     result's processes, then its figure (`combine.combine`, with the between-run variation
-    the store holds at that moment, `sweep.run.stored_drift`), then the next result's."""
+    the store holds at that moment, `sweep.run.stored_drift`), then the next result's; all
+    of one sweep when `sweep_id` is given (results that ran interleaved pair by round)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "frame.db"
         with ResultStore(path) as store:
             for result_id, processes in _by_result(records):
-                store.save_many(processes)
+                store.save_many(processes, sweep_id)
                 if result_id:
                     _store_figure(store, result_id, ResultPolicy())
         return load_results(path)

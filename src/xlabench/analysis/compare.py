@@ -45,7 +45,12 @@ from typing import Any
 from xlabench.core import UserError
 from xlabench.core.result import Result
 from xlabench.core.scenario import FIGURES, Scenario
-from xlabench.measure.combine import RatioInterval, between_runs_known, result_ratio
+from xlabench.measure.combine import (
+    RatioInterval,
+    between_runs_known,
+    interleaved,
+    result_ratio,
+)
 from xlabench.store.db import require_sqlite_header
 from xlabench.store.scenario_rows import figure_interval
 from xlabench.store.schema import APPLICATION, SCHEMA_VERSION
@@ -408,19 +413,6 @@ def verdict(ratio: RatioInterval | None, threshold: float = DEFAULT_THRESHOLD) -
     return INCONCLUSIVE
 
 
-def interleaved(a: Chosen, b: Chosen) -> bool:
-    """Whether two results ran interleaved in one sweep: the same sweep id, and their processes'
-    times overlap. The sweep id alone is a hash of the grid, the same for the same grid swept
-    again later (or into another database), when round r of one and of the other did not run
-    next to each other and pairing them would drop the drift between the runs."""
-    if not a.sweep_id or a.sweep_id != b.sweep_id or a.span is None or b.span is None:
-        return False
-    try:
-        return a.span[0] <= b.span[1] and b.span[0] <= a.span[1]
-    except TypeError:
-        return False
-
-
 def _insufficient_reason(baseline: Result, new: Result) -> str:
     reasons = []
     for name, result in (("baseline", baseline), ("new", new)):
@@ -439,6 +431,8 @@ NO_BETWEEN_RUNS = ("neither run carries a between-run variation (no re-runs in e
 
 def make_pair(spec_id: str, baseline: Chosen, new: Chosen, threshold: float) -> Pair:
     ratio = result_ratio(new.result, baseline.result, interleaved(new, baseline))
+    if ratio is not None and not ratio.between_processes:
+        ratio = None  # a one-process side: its fallback interval cannot hold a repetition
     base_sps, new_sps = baseline.result.median_sps, new.result.median_sps
     estimate = (ratio.ratio if ratio is not None else
                 new_sps / base_sps if new_sps and base_sps else None)
