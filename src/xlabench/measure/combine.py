@@ -419,28 +419,6 @@ def paired_ratio(
                          diff_mean + diff_half, f"paired t ({len(rounds)} rounds)", len(rounds))
 
 
-def unpaired_ratio(
-    compiled: Sequence[float], baseline: Sequence[float], confidence: float = CONFIDENCE
-) -> RatioInterval | None:
-    """Welch's t interval of the difference of mean log process medians (no pairing). None
-    unless both sides have two or more processes."""
-    if len(compiled) < 2 or len(baseline) < 2:
-        return None
-    (mc, vc), (mb, vb) = log_mean_se2(compiled), log_mean_se2(baseline)
-    lc, lb = compiled, baseline
-    se = math.sqrt(vc + vb)
-    if se == 0:
-        ratio = math.exp(mc - mb)
-        return RatioInterval(ratio, ratio, ratio, math.exp(mc) - math.exp(mb),
-                             math.exp(mc) - math.exp(mb), "welch t (no spread)", 0)
-    df = (vc + vb) ** 2 / (vc**2 / (len(lc) - 1) + vb**2 / (len(lb) - 1))
-    half = t_quantile(0.5 + confidence / 2, df) * se
-    gc, gb = math.exp(mc), math.exp(mb)
-    low, high = math.exp(mc - mb - half), math.exp(mc - mb + half)
-    return RatioInterval(gc / gb, low, high, gb * (low - 1), gb * (high - 1),
-                         f"welch t ({len(lc)} vs {len(lb)} processes)", 0)
-
-
 # -------------------------------------------------------------- one result against another
 class RunPlace(Protocol):
     """Where a result ran: its sweep id and the times of its first and last process (None
