@@ -61,7 +61,8 @@ def row_result(row: Mapping[str, Any]) -> Result:
         ci_high_sps=_number(row.get("throughput_sps_ci_high")),
         ci_confidence=confidence if confidence else None, ci_method=ONE_PROCESS_METHOD,
         between_processes=False, target_rel_ci=None, target_met=False, flagged=False,
-        flag_reason="", process_medians_sps=(sps,) if sps else (), process_rounds=(0,),
+        flag_reason="", process_medians_sps=(sps,) if sps else (),
+        process_rounds=(0,) if sps else (),
     )
 
 

@@ -12,7 +12,8 @@ narrow (at k = 3 its interval is about the range of the medians, which holds the
 of the time). docs/method.md has the reasoning; tests/unit/test_combine.py checks the hold rate
 (how often the interval holds the true value) by simulation.
 
-Standard library only (the sweep, the store's callers and the analysis all use it).
+Standard library only at import (the sweep, the store's callers and the analysis all use it);
+numpy is imported by the one-process bootstrap only, where it is called.
 """
 
 from __future__ import annotations
@@ -396,7 +397,8 @@ class RatioInterval:
     diff_high_sps: float
     method: str
     n_pairs: int
-    #: False for a one-process fallback (`ONE_PROCESS_RATIO_METHODS`): within-process only.
+    #: False for a one-process fallback (BOOTSTRAP_METHOD, CI_ENDS_METHOD): it knows how one
+    #: process's samples scatter, not how processes or runs differ.
     between_processes: bool = True
 
 
@@ -433,6 +435,8 @@ class RunPlace(Protocol):
 
 @dataclass(frozen=True)
 class RunTimes:
+    """A `RunPlace` from a row's sweep id and its result's process times."""
+
     sweep_id: str | None
     span: tuple[Any, Any] | None
 
@@ -457,10 +461,8 @@ def interleaved(a: RunPlace, b: RunPlace) -> bool:
         return False
 
 
-#: A one-process side's fallbacks (`result_ratio`), by name: they know only how one process's
-#: samples scatter, not how processes (or runs) differ.
+#: The methods of a one-process side's fallbacks (`result_ratio`).
 BOOTSTRAP_METHOD, CI_ENDS_METHOD = "bootstrap", "ci-ends"
-ONE_PROCESS_RATIO_METHODS = (BOOTSTRAP_METHOD, CI_ENDS_METHOD)
 MIN_BOOTSTRAP_SAMPLES = 10  # fewer samples give a bootstrap median too coarse to trust
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20230601  # seeded per ratio: a report is reproducible, row by row
@@ -493,11 +495,11 @@ def _ci_ends_ratio(new: Result, base: Result) -> RatioInterval | None:
     """Bounds from the ends of both stored intervals: ratio in [n_low / b_high, n_high / b_low].
     If each holds its figure >= 95% of the time, both do >= 90.25% (independent runs), and then
     the ratio is inside: conservative in width. None unless both have a real interval."""
-    ends = (new.ci_low_sps, new.ci_high_sps, base.ci_low_sps, base.ci_high_sps)
-    if any(v is None or not math.isfinite(v) for v in ends) or not (
-            new.ci_confidence and base.ci_confidence):
+    ends = [v for v in (new.ci_low_sps, new.ci_high_sps, base.ci_low_sps, base.ci_high_sps)
+            if v is not None and math.isfinite(v)]
+    if len(ends) < 4 or not (new.ci_confidence and base.ci_confidence):
         return None
-    n_low, n_high, b_low, b_high = (float(v) for v in ends)  # type: ignore[arg-type]
+    n_low, n_high, b_low, b_high = ends
     if min(b_low, b_high) <= 0:
         return None
     assert new.median_sps is not None and base.median_sps is not None
