@@ -46,15 +46,16 @@ from xlabench.sweep.run import stored_drift
 TF = Comparison()
 
 
-def frame(records: list[Record]) -> pd.DataFrame:
+def frame(records: list[Record], sweep_id: str | None = None) -> pd.DataFrame:
     """The analysis frame of `records` stored as a sweep stores them, in list order: a
     result's processes, then its figure (`combine.combine`, with the between-run variation
-    the store holds at that moment, `sweep.run.stored_drift`), then the next result's."""
+    the store holds at that moment, `sweep.run.stored_drift`), then the next result's; all
+    of one sweep when `sweep_id` is given (results that ran interleaved pair by round)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "frame.db"
         with ResultStore(path) as store:
             for result_id, processes in _by_result(records):
-                store.save_many(processes)
+                store.save_many(processes, sweep_id)
                 if result_id:
                     _store_figure(store, result_id, ResultPolicy())
         return load_results(path)
@@ -286,6 +287,31 @@ def test_speedup_bootstraps_from_raw_samples_when_there_are_enough() -> None:
     assert first["speedup_ratio_ci_low"] > 1.4  # the spread is small
     assert first["speedup_ratio_ci_low"] == again["speedup_ratio_ci_low"]  # seeded
 
+
+
+def _three_processes(mode: str, medians: list[float], hour: int) -> list[Record]:
+    """One result of three processes (rounds 0-2), started from `hour` on, a minute apart."""
+    return [make_record(mode=mode, throughput=m).replace(
+        started_at=f"2026-11-30T{hour:02d}:{i:02d}:00+00:00",
+        process=ProcessInfo(result_id=f"{mode}-{hour}", index=i, round=i))
+        for i, m in enumerate(medians)]
+
+
+@pytest.mark.parametrize(("xla_hour", "method"), [(0, "paired t"), (5, "welch t")])
+def test_a_speedup_pairs_rounds_only_where_both_ran_interleaved(xla_hour: int,
+                                                                method: str) -> None:
+    """One sweep id both ways; the xla result swept again five hours later did not run next
+    to the eager one, so its rounds are not paired (the rule `compare` uses), and the interval
+    is result_ratio's, the one ratio method, in either case."""
+    results = frame(_three_processes("eager", [100.0, 80.0, 120.0], 0)
+                    + _three_processes("xla", [150.0, 121.0, 179.0], xla_hour), "s1")
+    (row,) = speedup_table(results, TF).to_dict("records")
+    assert row["ci_method"].startswith(method)
+    figures = {r["mode"]: r["figure"] for r in results.to_dict("records")}
+    expected = combine.result_ratio(figures["xla"], figures["eager"], xla_hour == 0)
+    assert expected is not None and expected.method == row["ci_method"]
+    assert (row["speedup_ratio_ci_low"], row["speedup_ratio_ci_high"]) == pytest.approx(
+        (expected.ratio_low, expected.ratio_high))
 
 def test_published_pairs_have_no_interval() -> None:
     no_ci = Throughput(100.0, None, None, None, None, False, 100, (), 40.0)

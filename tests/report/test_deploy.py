@@ -23,6 +23,8 @@ from xlabench.analysis import (
     runtime_coverage,
 )
 from xlabench.core import Parity, Status
+from xlabench.core.record import ProcessInfo
+from xlabench.measure import combine
 from xlabench.report import build_findings
 from xlabench.report.findings.deploy import deploy_finding
 from xlabench.report.html import html_page
@@ -73,6 +75,24 @@ def test_fastest_against_the_study_with_intervals(results: pd.DataFrame) -> None
     assert best["over_tf_xla_ci_low"] == pytest.approx(300 * 0.98 / (200 * 1.02))
     assert best["over_tf_xla_ci_high"] == pytest.approx(300 * 1.02 / (200 * 0.98))
 
+
+
+def test_a_ratio_against_the_study_is_the_one_ratio_method() -> None:
+    """Results of three processes each, interleaved in one sweep: the ratio over TF XLA is
+    paired by round, with result_ratio's interval (the one compare and the speedups show)."""
+    records = []
+    for backend, mode, sps in (("tensorflow", "xla", 200.0), ("onnxruntime", "compiled", 300.0)):
+        records += [make_record(backend=backend, mode=mode, throughput=sps * f).replace(
+            process=ProcessInfo(result_id=f"{backend}-{mode}", index=i, round=i))
+            for i, f in enumerate((1.0, 0.8, 1.21))]
+    results = frame(records, "s1")
+    best = pick(fastest_deployments(results), "resnet50_v1")
+    figures = {r["backend"]: r["figure"] for r in results.to_dict("records")}
+    expected = combine.result_ratio(figures["onnxruntime"], figures["tensorflow"], True)
+    assert expected is not None and best["over_tf_xla_ci"] == expected.method
+    assert expected.method.startswith("paired t")
+    assert (best["over_tf_xla_ci_low"], best["over_tf_xla_ci_high"]) == pytest.approx(
+        (expected.ratio_low, expected.ratio_high))
 
 def test_a_pick_without_a_study_baseline_says_so(results: pd.DataFrame) -> None:
     fastest = fastest_deployments(results)

@@ -18,7 +18,7 @@ from tests.report.scenario_records import (
     timed_loop_result,
 )
 from tests.report.test_analysis import _by_result, _store_figure, frame
-from xlabench.analysis import load_results
+from xlabench.analysis import load_results, scenarios
 from xlabench.core import Record
 from xlabench.core.result import Result, ResultPolicy
 from xlabench.core.scenario import Scenario
@@ -201,3 +201,25 @@ def test_markdown_and_page(stored: Stored) -> None:
     page = html_page(findings, [], "t")
     section = page[page.index('<section id="deploy">'):]
     assert section.index(f"<h4>{SERVER_TITLE}</h4>") == section.index("<h4>")
+
+
+def _result(result_id: str, medians: tuple[float, ...]) -> Result:
+    figure = math.exp(sum(math.log(m) for m in medians) / len(medians))
+    return Result(
+        result_id=result_id, spec_id="s", env_id="e", status="ok", k=len(medians),
+        k_total=len(medians), k_flagged=0, median_sps=figure, ci_low_sps=figure,
+        ci_high_sps=figure, ci_confidence=0.95, ci_method="test", between_processes=True,
+        target_rel_ci=None, target_met=True, flagged=False, flag_reason="",
+        process_medians_sps=medians, process_rounds=tuple(range(len(medians))))
+
+
+def test_a_scenario_ratio_pairs_rounds_only_where_both_ran_interleaved() -> None:
+    """The same sweep id is not enough (the grid swept again later has it too): the processes'
+    times must overlap as well, the rule compare uses (`measure.combine.interleaved`)."""
+    rows = [{"rate_per_s": r.median_sps, "result": r, "sweep_id": "s1"}
+            for r in (_result("new", (90.0, 72.0, 108.0)), _result("base", (100.0, 80.0, 119.0)))]
+    together = {"new": (0, 10), "base": (5, 15)}
+    apart = {"new": (0, 10), "base": (100, 110)}
+    assert scenarios.ratio_of(*rows, together)[3].startswith("paired t")
+    assert scenarios.ratio_of(*rows, apart)[3].startswith("welch t")
+    assert scenarios.ratio_of(*rows, {})[3].startswith("welch t")  # times unknown

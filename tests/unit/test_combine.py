@@ -3,8 +3,10 @@ paired speedups, and what is combined when processes are flagged."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
+import statistics
 
 import pytest
 
@@ -102,7 +104,8 @@ def test_paired_speedup_cancels_a_drift_that_hits_both_modes() -> None:
     baseline = {r: 100.0 * d * math.exp(rng.gauss(0, 0.005)) for r, d in enumerate(drift)}
     compiled = {r: 250.0 * d * math.exp(rng.gauss(0, 0.005)) for r, d in enumerate(drift)}
     paired = combine.paired_ratio(compiled, baseline)
-    unpaired = combine.unpaired_ratio(list(compiled.values()), list(baseline.values()))
+    unpaired = combine.result_ratio(_stored(list(compiled.values())),
+                                    _stored(list(baseline.values())))
     assert paired is not None and unpaired is not None
     assert paired.ratio_low <= 2.5 <= paired.ratio_high
     assert paired.ratio_high - paired.ratio_low < 0.1
@@ -165,31 +168,35 @@ def _stored(medians: list[float], drift: float | None = None, drift_df: float | 
     )
 
 
+def _welch_log_interval(parts: list[tuple[float, float]], log_ratio: float) -> tuple[float, float]:
+    """exp of the Welch-Satterthwaite t interval around `log_ratio` of variance components
+    (variance, degrees of freedom)."""
+    var = sum(v for v, _ in parts)
+    df = var**2 / sum(v * v / d for v, d in parts)
+    half = combine.t_quantile(0.975, df) * math.sqrt(var)
+    return math.exp(log_ratio - half), math.exp(log_ratio + half)
+
+
 def test_result_ratio_is_welch_on_log_medians_plus_each_runs_drift() -> None:
     base, new = [100.0, 103.0, 98.0], [90.0, 92.0, 89.0, 91.0]
     plain = combine.result_ratio(_stored(new), _stored(base))
-    welch = combine.unpaired_ratio(new, base)
-    assert plain is not None and welch is not None
-    assert (plain.ratio, plain.ratio_low, plain.ratio_high) == pytest.approx(
-        (welch.ratio, welch.ratio_low, welch.ratio_high))
-    assert plain.method.startswith("welch t") and plain.n_pairs == 0
-
-    held = combine.result_ratio(_stored(new, 0.03, 4.0), _stored(base, 0.02, 6.0))
-    assert held is not None
+    assert plain is not None
 
     def se2(values: list[float]) -> float:
         logs = [math.log(v) for v in values]
         mean = sum(logs) / len(logs)
         return sum((x - mean) ** 2 for x in logs) / (len(logs) - 1) / len(logs)
 
-    parts = [(se2(new), 3), (0.03**2, 4.0), (se2(base), 2), (0.02**2, 6.0)]
-    var = sum(v for v, _ in parts)
-    df = var**2 / sum(v * v / d for v, d in parts)
-    half = combine.t_quantile(0.975, df) * math.sqrt(var)
-    log_ratio = math.log(held.ratio)
+    log_ratio = math.log(plain.ratio)
+    assert (plain.ratio_low, plain.ratio_high) == pytest.approx(
+        _welch_log_interval([(se2(new), 3), (se2(base), 2)], log_ratio))
+    assert plain.method.startswith("welch t") and plain.n_pairs == 0
+
+    held = combine.result_ratio(_stored(new, 0.03, 4.0), _stored(base, 0.02, 6.0))
+    assert held is not None
     assert held.ratio == pytest.approx(plain.ratio)
-    assert (held.ratio_low, held.ratio_high) == pytest.approx(
-        (math.exp(log_ratio - half), math.exp(log_ratio + half)))
+    assert (held.ratio_low, held.ratio_high) == pytest.approx(_welch_log_interval(
+        [(se2(new), 3), (0.03**2, 4.0), (se2(base), 2), (0.02**2, 6.0)], log_ratio))
     assert "between-run variation" in held.method
     # a stored drift without its degrees of freedom (older results): still an interval
     old = combine.result_ratio(_stored(new, 0.03), _stored(base))
@@ -209,8 +216,55 @@ def test_result_ratio_pairs_rounds_of_one_sweep_and_needs_two_processes() -> Non
     # one shared round: nothing to pair, the unpaired interval
     apart = _stored(new.process_medians_sps, rounds=(4, 5, 6, 7, 8))
     assert combine.result_ratio(apart, base, same_sweep=True).method.startswith("welch t")
-    assert combine.result_ratio(_stored([90.0]), base) is None
+    # one process: a within-process fallback, marked as such (compare gives no verdict on it)
+    one = combine.result_ratio(_stored([90.0]), base)
+    assert one is not None and one.method == "ci-ends" and not one.between_processes
     assert combine.result_ratio(new, _stored([], status="timeout")) is None
+
+
+def _one_process(median: float, low: float, high: float, confidence: float = 0.95):
+    return dataclasses.replace(_stored([median]), ci_low_sps=low, ci_high_sps=high,
+                               ci_confidence=confidence)
+
+
+def test_result_ratio_of_one_process_sides_bootstraps_samples_else_takes_the_ci_ends() -> None:
+    """The fallbacks the speedup tables had (intervals.speedup_interval) are result_ratio's."""
+    new, base = _one_process(120.0, 115.0, 125.0), _one_process(100.0, 96.0, 104.0)
+    ends = combine.result_ratio(new, base)
+    assert ends is not None and ends.method == "ci-ends" and not ends.between_processes
+    assert (ends.ratio, ends.ratio_low, ends.ratio_high) == pytest.approx(
+        (1.2, 115.0 / 104.0, 125.0 / 96.0))
+    assert (ends.diff_low_sps, ends.diff_high_sps) == pytest.approx((11.0, 29.0))
+    rng = random.Random(3)
+    samples = ([rng.gauss(120.0, 3.0) for _ in range(40)],
+               [rng.gauss(100.0, 3.0) for _ in range(40)])
+    boot = combine.result_ratio(new, base, samples=samples)
+    assert boot is not None and boot.method == "bootstrap" and not boot.between_processes
+    assert boot.ratio == pytest.approx(1.2)  # the stored figures' ratio
+    assert ends.ratio_low < boot.ratio_low < 1.2 < boot.ratio_high < ends.ratio_high
+    assert combine.result_ratio(new, base, samples=samples) == boot  # seeded per ratio
+    few = (samples[0][:9], samples[1])
+    assert combine.result_ratio(new, base, samples=few).method == "ci-ends"
+    # a side without an interval of its own (a LoadGen figure, a published number): none
+    assert combine.result_ratio(new, _one_process(100.0, 100.0, 100.0, 0.0)) is None
+
+
+def test_interleaved_needs_the_same_sweep_and_overlapping_times() -> None:
+    run = combine.RunTimes
+    assert combine.interleaved(run("s1", (0, 10)), run("s1", (5, 15)))
+    assert not combine.interleaved(run("s1", (0, 10)), run("s1", (11, 20)))  # swept again
+    assert not combine.interleaved(run("s1", (0, 10)), run("s2", (0, 10)))  # other grids
+    assert not combine.interleaved(run(None, (0, 10)), run(None, (0, 10)))
+    assert not combine.interleaved(run("s1", None), run("s1", (0, 10)))  # times unknown
+
+
+def test_log_mean_se2_is_the_mean_and_squared_standard_error_of_the_logs() -> None:
+    values = [90.0, 100.0, 110.0]
+    logs = [math.log(v) for v in values]
+    mean = sum(logs) / 3
+    assert combine.log_mean_se2(values) == pytest.approx(
+        (mean, sum((x - mean) ** 2 for x in logs) / 2 / 3))
+    assert combine.log_spread(values) == pytest.approx(statistics.stdev(logs))
 
 
 def test_result_ratio_of_re_runs_holds_one_about_95_percent() -> None:

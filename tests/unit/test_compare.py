@@ -306,6 +306,26 @@ def test_fail_on_slowdown_exit_codes(tmp_path: Path) -> None:
     assert swapped.returncode == 1 and "tensorflow/xla" in swapped.stderr
 
 
+
+def test_fail_on_slowdown_reads_the_verdict(tmp_path: Path) -> None:
+    """Two fresh databases: the raw interval lies below 0.9, but the verdict is inconclusive
+    (no between-run variation on either side), so the gate passes; with one side's
+    between-run variation the verdict is slower and the gate fails."""
+    base, new, known = tmp_path / "base.db", tmp_path / "new.db", tmp_path / "known.db"
+    store_result(base, "tf_graph", [100.0, 101.0, 99.0], drift=NO_DRIFT)
+    store_result(new, "tf_graph", [80.0, 81.0, 79.0], drift=NO_DRIFT, hour=3)
+    report = cmp.compare(cmp.Side(base), cmp.Side(new))
+    (pair,) = report.pairs
+    assert pair.ratio is not None and pair.ratio.ratio_high < 0.9
+    assert pair.verdict == "inconclusive" and report.slowdowns(0.10) == []
+    fresh = _cli(str(base), str(new), "--fail-on-slowdown", "10", cwd=tmp_path)
+    assert fresh.returncode == 0, fresh.stderr
+    wide = combine.RunDrift(log_var=0.04**2, df=20.0, configurations=4, results=30)
+    store_result(known, "tf_graph", [100.0, 101.0, 99.0], drift=wide)
+    assert cmp.compare(cmp.Side(known), cmp.Side(new)).pairs[0].verdict == "slower"
+    held = _cli(str(known), str(new), "--fail-on-slowdown", "10", cwd=tmp_path)
+    assert held.returncode == 1 and "tensorflow/graph" in held.stderr
+
 def _bad_inputs(folder: Path) -> list[tuple[list[str], str]]:
     db = str(folder / "r.db")
     other = str(folder / "other.db")

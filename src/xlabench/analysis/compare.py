@@ -45,7 +45,12 @@ from typing import Any
 from xlabench.core import UserError
 from xlabench.core.result import Result
 from xlabench.core.scenario import FIGURES, Scenario
-from xlabench.measure.combine import RatioInterval, between_runs_known, result_ratio
+from xlabench.measure.combine import (
+    RatioInterval,
+    between_runs_known,
+    interleaved,
+    result_ratio,
+)
 from xlabench.store.db import require_sqlite_header
 from xlabench.store.scenario_rows import figure_interval
 from xlabench.store.schema import APPLICATION, SCHEMA_VERSION
@@ -301,6 +306,10 @@ class Pair:
     verdict: str
     reason: str  # why the data is insufficient ("" otherwise)
 
+    def judged_at(self, threshold: float) -> tuple[str, str]:
+        """(verdict, reason) of this pair at another threshold than the report's."""
+        return judge(self.ratio, self.new, self.baseline, threshold)
+
     @property
     def effect(self) -> float:
         return abs(math.log(self.estimate)) if self.estimate else 0.0
@@ -368,10 +377,9 @@ class CompareReport:
         return {verdict: sum(p.verdict == verdict for p in self.pairs) for verdict in VERDICTS}
 
     def slowdowns(self, threshold: float) -> list[Pair]:
-        """Pairs whose slowdown beyond `threshold` (a fraction) is established:
-        ratio_high < 1 - threshold."""
-        return [p for p in self.pairs
-                if p.ratio is not None and p.ratio.ratio_high < 1.0 - threshold]
+        """Pairs whose verdict at `threshold` (a fraction) is `slower`: the one verdict rule
+        (`judge`), so the CI gate never fails on a pair the report calls inconclusive."""
+        return [p for p in self.pairs if p.judged_at(threshold)[0] == SLOWER]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -405,19 +413,6 @@ def verdict(ratio: RatioInterval | None, threshold: float = DEFAULT_THRESHOLD) -
     return INCONCLUSIVE
 
 
-def interleaved(a: Chosen, b: Chosen) -> bool:
-    """Whether two results ran interleaved in one sweep: the same sweep id, and their processes'
-    times overlap. The sweep id alone is a hash of the grid, the same for the same grid swept
-    again later (or into another database), when round r of one and of the other did not run
-    next to each other and pairing them would drop the drift between the runs."""
-    if not a.sweep_id or a.sweep_id != b.sweep_id or a.span is None or b.span is None:
-        return False
-    try:
-        return a.span[0] <= b.span[1] and b.span[0] <= a.span[1]
-    except TypeError:
-        return False
-
-
 def _insufficient_reason(baseline: Result, new: Result) -> str:
     reasons = []
     for name, result in (("baseline", baseline), ("new", new)):
@@ -436,16 +431,28 @@ NO_BETWEEN_RUNS = ("neither run carries a between-run variation (no re-runs in e
 
 def make_pair(spec_id: str, baseline: Chosen, new: Chosen, threshold: float) -> Pair:
     ratio = result_ratio(new.result, baseline.result, interleaved(new, baseline))
+    if ratio is not None and not ratio.between_processes:
+        ratio = None  # a one-process side: its fallback interval cannot hold a repetition
     base_sps, new_sps = baseline.result.median_sps, new.result.median_sps
     estimate = (ratio.ratio if ratio is not None else
                 new_sps / base_sps if new_sps and base_sps else None)
     spec = new.spec if new.spec.get("model") is not None else baseline.spec
-    reason = "" if ratio is not None else _insufficient_reason(baseline.result, new.result)
-    judged = verdict(ratio, threshold)
-    if (ratio is not None and not ratio.n_pairs
-            and not between_runs_known(new.result, baseline.result)):
-        judged, reason = INCONCLUSIVE, NO_BETWEEN_RUNS
+    judged, reason = judge(ratio, new.result, baseline.result, threshold)
     return Pair(spec_id, spec, baseline.result, new.result, ratio, estimate, judged, reason)
+
+
+def judge(
+    ratio: RatioInterval | None, new: Result, baseline: Result, threshold: float
+) -> tuple[str, str]:
+    """(verdict, reason) of a pair: `verdict` of its interval, except that two separate runs
+    of which neither carries a between-run variation are inconclusive (see the module
+    docstring); the reason says why a pair has no verdict ("" otherwise). The report's
+    verdicts and the CI gate (`CompareReport.slowdowns`) both read this one rule."""
+    if ratio is None:
+        return INSUFFICIENT, _insufficient_reason(baseline, new)
+    if not ratio.n_pairs and not between_runs_known(new, baseline):
+        return INCONCLUSIVE, NO_BETWEEN_RUNS
+    return verdict(ratio, threshold), ""
 
 
 def compare(baseline: Side, new: Side, threshold: float = DEFAULT_THRESHOLD) -> CompareReport:

@@ -11,10 +11,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from xlabench.analysis.intervals import BOOTSTRAP_SEED, speedup_interval
+from xlabench.analysis.intervals import NO_INTERVAL_METHOD, Spans, result_spans, row_ratio
 from xlabench.analysis.ranking import RankRule, rank
 from xlabench.analysis.result_rows import latest_per_config
 from xlabench.core import BACKEND_MODES
@@ -41,7 +40,7 @@ OUTCOMES = ("ok", "unsupported", "failed")
 
 _THROUGHPUT_CI = ("throughput_sps_ci_low", "throughput_sps_ci_high")
 _NO_INTERVAL = {
-    "none": "no interval: a side has no CI",
+    NO_INTERVAL_METHOD: "no interval: a side has no CI",
     "same": "the pick is this run",
     "missing": "not measured",
 }
@@ -100,8 +99,9 @@ def fastest_deployments(results: pd.DataFrame) -> pd.DataFrame:
         picks[name] = [runner_up[column].get(k) if k in runner_up.index else None for k in keys]
     picks["vs_runner_up"] = [_separation(n, w) for n, w in zip(
         picks["ways"], picks["within_noise"], strict=True)]
+    spans = result_spans(results)
     for label, mode in STUDY_BASELINES.items():
-        picks = _with_ratio(picks, candidates, label, mode)
+        picks = _with_ratio(picks, candidates, label, mode, spans)
     return picks.reset_index(drop=True)
 
 
@@ -114,11 +114,11 @@ def _separation(ways: int, within_noise: Any) -> str:
 
 
 def _with_ratio(picks: pd.DataFrame, candidates: pd.DataFrame, label: str,
-                mode: str) -> pd.DataFrame:
+                mode: str, spans: Spans) -> pd.DataFrame:
     """Columns ``over_<label>`` (pick / baseline), its interval and how it was formed."""
     baselines = _study_baselines(candidates, mode)
-    rng = np.random.default_rng(BOOTSTRAP_SEED)  # seeded: a report is reproducible
-    rows = [_ratio(pick, baselines.get(_config(pick)), rng) for pick in picks.to_dict("records")]
+    rows = [_ratio(pick, baselines.get(_config(pick)), spans)
+            for pick in picks.to_dict("records")]
     ratio, low, high, how = (list(v) for v in zip(*rows, strict=True))
     return picks.assign(**{f"over_{label}": ratio, f"over_{label}_ci_low": low,
                            f"over_{label}_ci_high": high, f"over_{label}_ci": how})
@@ -138,19 +138,13 @@ def _config(row: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _ratio(pick: dict[str, Any], base: dict[str, Any] | None,
-           rng: np.random.Generator) -> tuple[float, float, float, str]:
-    """pick / base with the interval `analysis.intervals` forms for any speedup."""
+           spans: Spans) -> tuple[float, float, float, str]:
+    """pick / base with the interval of the one ratio method (`intervals.row_ratio`)."""
     if base is None:
         return math.nan, math.nan, math.nan, _NO_INTERVAL["missing"]
     if base["id"] == pick["id"]:
         return 1.0, math.nan, math.nan, _NO_INTERVAL["same"]
-    interval = speedup_interval(
-        pick["sample_sps"], base["sample_sps"],
-        (pick[_THROUGHPUT_CI[0]], pick[_THROUGHPUT_CI[1]]),
-        (base[_THROUGHPUT_CI[0]], base[_THROUGHPUT_CI[1]]), rng,
-        processes=((pick["process_sps"], pick["process_rounds"]),
-                   (base["process_sps"], base["process_rounds"])),
-    )
+    interval = row_ratio(pick, base, spans)
     how = _NO_INTERVAL.get(interval.method, interval.method)
     return (pick["throughput_sps"] / base["throughput_sps"], interval.ratio_low,
             interval.ratio_high, how)

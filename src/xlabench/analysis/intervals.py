@@ -1,146 +1,113 @@
-"""Confidence intervals of a speedup, from the two throughputs it compares.
+"""The interval of a ratio of two rows of the report's tables: `measure.combine.result_ratio`,
+the one ratio method of every ratio the product prints, read from the rows.
 
-Methods, chosen per pair, best first:
-
-- ``paired t``: both sides are results of two or more processes from the same sweep, with
-  processes in the same rounds (they ran next to each other, interleaved): the t interval of
-  the per-round log ratios, so a drift of the machine that hits both sides cancels
-  (`measure.combine.paired_ratio`).
-- ``welch t``: both sides have two or more processes but no common rounds: Welch's interval of
-  the difference of mean log process medians (`measure.combine.unpaired_ratio`).
-
-Results of a single process (older databases) fall back to what one process can say:
-
-- ``bootstrap``: when both runs stored at least `MIN_BOOTSTRAP_SAMPLES` raw samples, resample
-  each run's per-sample throughputs with replacement (independently: the runs are separate
-  processes), take the median of each resample, and read the 2.5th and 97.5th percentiles of
-  compiled/baseline (and compiled - baseline). Seeded, so a report is reproducible.
-- ``ci-ends``: otherwise, combine the ends of the two stored 95% CIs of the median:
-  ratio in [c_low / b_high, c_high / b_low], difference in [c_low - b_high, c_high - b_low].
-  If each CI holds its median >= 95% of the time, both do >= 90.25% (independent runs), and
-  then the speedup is inside these bounds: conservative in width, a hold rate >= 90%.
-- ``none``: a side has no CI (published numbers): the point estimate only.
+A row is one result (`result_rows.latest_per_config`): its stored `Result` (`figure`) where
+the sweep stored one, else a one-process result made from the row's own columns (an older
+database, an imported row). `result_ratio` then chooses, best first: paired t by round where
+both ran interleaved in one sweep (`combine.interleaved`: the same sweep id and overlapping
+process times, read from the `results` frame), Welch t of log process medians with each run's
+between-run variation, and for a side of one process the bootstrap of the raw samples or the
+ends of the stored intervals. ``none``: a side has no interval at all (published numbers).
+Each interval's `method` names which one made it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
+from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from xlabench.core.result import ONE_PROCESS_METHOD, Result
 from xlabench.measure import combine
+from xlabench.measure.combine import RatioInterval, RunTimes
 
-MIN_BOOTSTRAP_SAMPLES = 10  # fewer samples give a bootstrap median too coarse to trust
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 20230601
+NO_INTERVAL_METHOD = "none"
+NO_INTERVAL = RatioInterval(math.nan, math.nan, math.nan, math.nan, math.nan,
+                            NO_INTERVAL_METHOD, 0, between_processes=False)
+#: What a ratio reads of each side's row (`latest_per_config` columns).
+RATIO_COLUMNS = ("id", "result_id", "sweep_id", "figure", "throughput_sps",
+                 "throughput_sps_ci_low", "throughput_sps_ci_high", "ci_confidence",
+                 "sample_sps")
+#: A process's start time (`Record.started_at`), by which results' times are known.
+_STARTED = "created_at"
 
-
-@dataclass(frozen=True)
-class SpeedupInterval:
-    """A speedup's ratio and difference intervals, and how they were computed."""
-
-    ratio_low: float
-    ratio_high: float
-    diff_low_sps: float
-    diff_high_sps: float
-    method: str
+Spans = Mapping[str, tuple[Any, Any]]
 
 
-NO_INTERVAL = SpeedupInterval(math.nan, math.nan, math.nan, math.nan, "none")
+def result_spans(results: pd.DataFrame) -> dict[str, tuple[Any, Any]]:
+    """Each result's first and last process start, by result id (the `results` frame of
+    `load.load_results`: one row per process): what `combine.interleaved` compares."""
+    if results.empty or "result_id" not in results or _STARTED not in results:
+        return {}
+    started = pd.to_datetime(results[_STARTED], utc=True, errors="coerce", format="ISO8601")
+    frame = pd.DataFrame({"result_id": results["result_id"], "started": started}).dropna()
+    spans = frame.groupby("result_id")["started"].agg(["min", "max"])
+    return {str(r): (low, high) for r, low, high in spans.itertuples()}
 
 
-def from_ci_ends(
-    compiled: tuple[float, float], baseline: tuple[float, float]
-) -> SpeedupInterval:
-    """Bounds from the ends of both throughput CIs, each given as (low, high) samples/s."""
-    (c_low, c_high), (b_low, b_high) = compiled, baseline
-    if any(math.isnan(v) for v in (c_low, c_high, b_low, b_high)) or min(b_low, b_high) <= 0:
-        return NO_INTERVAL
-    return SpeedupInterval(c_low / b_high, c_high / b_low, c_low - b_high, c_high - b_low,
-                           "ci-ends")
+def row_result(row: Mapping[str, Any]) -> Result:
+    """The row's stored Result, or a one-process one made from its columns."""
+    figure = row.get("figure")
+    if isinstance(figure, Result) and figure.status == "ok" and figure.median_sps:
+        return figure
+    sps = _number(row.get("throughput_sps"))
+    confidence = _number(row.get("ci_confidence"))
+    return Result(
+        result_id=str(row.get("result_id") or f"row{row.get('id')}"), spec_id="", env_id="",
+        status="ok" if sps and sps > 0 else "failed", k=1, k_total=1, k_flagged=0,
+        median_sps=sps, ci_low_sps=_number(row.get("throughput_sps_ci_low")),
+        ci_high_sps=_number(row.get("throughput_sps_ci_high")),
+        ci_confidence=confidence if confidence else None, ci_method=ONE_PROCESS_METHOD,
+        between_processes=False, target_rel_ci=None, target_met=False, flagged=False,
+        flag_reason="", process_medians_sps=(sps,) if sps else (),
+        process_rounds=(0,) if sps else (),
+    )
 
 
-def bootstrap(
-    compiled_sps: Sequence[float], baseline_sps: Sequence[float], rng: np.random.Generator
-) -> SpeedupInterval:
-    """Percentile bootstrap of the ratio and difference of the two medians."""
-    c_medians = _resampled_medians(np.asarray(compiled_sps, dtype=float), rng)
-    b_medians = _resampled_medians(np.asarray(baseline_sps, dtype=float), rng)
-    ratio_low, ratio_high = np.percentile(c_medians / b_medians, [2.5, 97.5])
-    diff_low, diff_high = np.percentile(c_medians - b_medians, [2.5, 97.5])
-    return SpeedupInterval(float(ratio_low), float(ratio_high), float(diff_low),
-                           float(diff_high), "bootstrap")
-
-
-def _resampled_medians(samples: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    picks = rng.integers(0, len(samples), size=(BOOTSTRAP_RESAMPLES, len(samples)))
-    return np.median(samples[picks], axis=1)
-
-
-def process_level(
-    compiled: tuple[Sequence[float], Sequence[str]], baseline: tuple[Sequence[float], Sequence[str]]
-) -> SpeedupInterval | None:
-    """Paired (same rounds) or Welch t interval from each side's (process medians, rounds)."""
-    (c_sps, c_rounds), (b_sps, b_rounds) = compiled, baseline
-    paired = combine.paired_ratio(dict(zip(c_rounds, c_sps, strict=True)),
-                                  dict(zip(b_rounds, b_sps, strict=True)))
-    found = paired or combine.unpaired_ratio(list(c_sps), list(b_sps))
-    if found is None:
-        return None
-    return SpeedupInterval(found.ratio_low, found.ratio_high, found.diff_low_sps,
-                           found.diff_high_sps, found.method)
-
-
-def speedup_interval(
-    compiled_sps: Sequence[float],
-    baseline_sps: Sequence[float],
-    compiled_ci: tuple[float, float],
-    baseline_ci: tuple[float, float],
-    rng: np.random.Generator,
-    processes: tuple[tuple[Sequence[float], Sequence[str]],
-                     tuple[Sequence[float], Sequence[str]]] | None = None,
-) -> SpeedupInterval:
-    """Process-level when both sides have processes to compare, else the bootstrap of samples
-    when both runs have enough of them, else the CI ends, else none."""
-    found = process_level(*processes) if processes else None
-    if found is not None:
-        return found
-    if min(len(compiled_sps), len(baseline_sps)) >= MIN_BOOTSTRAP_SAMPLES:
-        return bootstrap(compiled_sps, baseline_sps, rng)
-    return from_ci_ends(compiled_ci, baseline_ci)
-
-
-@dataclass(frozen=True)
-class RatioSide:
-    """The columns of one side of a ratio in a table of pairs (one row per pair)."""
-
-    samples: str
-    ci_low: str
-    ci_high: str
-    processes: str
-    rounds: str
+def row_ratio(top: Mapping[str, Any], bottom: Mapping[str, Any], spans: Spans) -> RatioInterval:
+    """top / bottom of two result rows (RATIO_COLUMNS) by `combine.result_ratio`;
+    NO_INTERVAL where it gives none."""
+    together = combine.interleaved(_run_times(top, spans), _run_times(bottom, spans))
+    samples = (_samples(top), _samples(bottom))
+    found = combine.result_ratio(row_result(top), row_result(bottom), together, samples=samples)
+    return found if found is not None else NO_INTERVAL
 
 
 def ratio_intervals(
-    table: pd.DataFrame, top: RatioSide, bottom: RatioSide
-) -> tuple[list[SpeedupInterval], pd.Series, pd.Series, pd.Series]:
-    """`speedup_interval` of top / bottom for every row, one seeded generator for the table:
-    the intervals, their low and high ends, and `significant` (the interval excludes 1)."""
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    intervals = [
-        speedup_interval(
-            getattr(row, top.samples), getattr(row, bottom.samples),
-            (getattr(row, top.ci_low), getattr(row, top.ci_high)),
-            (getattr(row, bottom.ci_low), getattr(row, bottom.ci_high)), rng,
-            processes=((getattr(row, top.processes), getattr(row, top.rounds)),
-                       (getattr(row, bottom.processes), getattr(row, bottom.rounds))),
-        )
-        for row in table.itertuples()
-    ]
+    table: pd.DataFrame, top: str, bottom: str, spans: Spans
+) -> tuple[list[RatioInterval], pd.Series, pd.Series, pd.Series]:
+    """`row_ratio` of every row of a table of pairs whose sides' RATIO_COLUMNS are suffixed
+    `top` and `bottom`: the intervals, their low and high ends, and `significant` (the
+    interval excludes 1)."""
+    intervals = [row_ratio(_side(row, top), _side(row, bottom), spans)
+                 for row in table.to_dict("records")]
     low = pd.Series([i.ratio_low for i in intervals], index=table.index, dtype="float64")
     high = pd.Series([i.ratio_high for i in intervals], index=table.index, dtype="float64")
     significant = ((low > 1) | (high < 1)).astype("boolean").mask(low.isna())
     return intervals, low, high, significant
+
+
+def _side(row: Mapping[str, Any], suffix: str) -> dict[str, Any]:
+    return {column: row.get(column + suffix) for column in RATIO_COLUMNS}
+
+
+def _run_times(row: Mapping[str, Any], spans: Spans) -> RunTimes:
+    sweep_id = row.get("sweep_id")
+    result_id = row.get("result_id")
+    return RunTimes(sweep_id if isinstance(sweep_id, str) else None,
+                    spans.get(result_id) if isinstance(result_id, str) else None)
+
+
+def _samples(row: Mapping[str, Any]) -> list[float]:
+    samples = row.get("sample_sps")
+    return list(samples) if isinstance(samples, list | tuple) else []
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None

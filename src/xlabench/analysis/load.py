@@ -40,6 +40,7 @@ from typing import Any
 import pandas as pd
 
 from xlabench.core.result import Result, machine_id, software_id
+from xlabench.measure.summarize import per_sample_sps
 from xlabench.store import ResultStore
 from xlabench.store.schema import RESULT_COLUMNS
 
@@ -185,8 +186,7 @@ def _provenance(source: str, misbuilt: str) -> str:
 
 
 def _per_sample_sps(row: Any) -> list[float]:
-    """Throughput of each raw sample: batch x steps per sample / seconds (as `measure` does)."""
+    """Throughput of each raw sample (`measure.summarize.per_sample_sps`)."""
     if not row.sample_s or not row.steps_per_sample or pd.isna(row.steps_per_sample):
         return []
-    images = row.batch_size * row.steps_per_sample
-    return [images / s for s in row.sample_s if s > 0]
+    return per_sample_sps(row.batch_size, row.steps_per_sample, row.sample_s)

@@ -3,16 +3,20 @@ the native step of the eager -> graph -> XLA decomposition, and what building a 
 artifact costs (export, package, load).
 
 A Python and a native run are the same program when their configurations agree on everything
-but the runner. Their ratio native / python gets its interval from `intervals.speedup_interval`,
-the speedups' machinery: paired t by process round, else Welch over process medians, else the
-bootstrap (or CI ends) of one-process results.
+but the runner. Their ratio native / python gets its interval from `intervals.ratio_intervals`
+(`measure.combine.result_ratio`, the one ratio method): paired t by process round where both
+ran interleaved in one sweep, else Welch over log process medians, else the bootstrap (or CI
+ends) of one-process results.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pandas as pd
 
-from xlabench.analysis.intervals import RatioSide, ratio_intervals
+from xlabench.analysis.intervals import RATIO_COLUMNS, ratio_intervals, result_spans
 from xlabench.analysis.result_rows import CONFIG_KEYS, latest_per_config
 from xlabench.core.backends import STUDY_BACKEND
 
@@ -23,10 +27,11 @@ RUNNER_KEYS = tuple(k for k in CONFIG_KEYS if k != "runner")
 STEP_KEYS = tuple(k for k in RUNNER_KEYS if k != "mode")
 #: Compile stages of native records, in the order they happen (runner/native.py `to_record`).
 NATIVE_STAGES = ("export", "package", "native_load", "native_prepare")
-_SIDE_COLUMNS = (
+_SIDE_COLUMNS = tuple(dict.fromkeys((
     "throughput_sps", "throughput_sps_ci_low", "throughput_sps_ci_high", "sample_sps",
     "process_sps", "process_rounds", "processes", "compile_s", "provenance",
-)
+    *RATIO_COLUMNS,  # what the ratio's interval reads
+)))
 _RENAMES = {
     f"throughput_sps_{runner}": f"{runner}_sps" for runner in RUNNERS
 } | {
@@ -61,9 +66,9 @@ def python_share(results: pd.DataFrame) -> pd.DataFrame:
     same way, False where they do not — a different XLA, or torch.compile against an
     AOTInductor package — None where the record does not say) and ``provenance`` (both sides').
     """
-    pairs = runner_pairs(results).rename(columns=_RENAMES)
-    ratio = pairs["native_sps"] / pairs["python_sps"]
-    table = _ratio_intervals(pairs.assign(native_over_python=ratio))
+    pairs = _ratio_intervals(runner_pairs(results), result_spans(results))
+    pairs = pairs.rename(columns=_RENAMES)
+    table = pairs.assign(native_over_python=pairs["native_sps"] / pairs["python_sps"])
     python_ms = 1000 * table["batch_size"] / table["python_sps"]
     native_ms = 1000 * table["batch_size"] / table["native_sps"]
     table = table.assign(
@@ -74,20 +79,15 @@ def python_share(results: pd.DataFrame) -> pd.DataFrame:
         provenance=[f"python: {p} | native: {n}" for p, n in zip(
             table["provenance_python"], table["provenance_native"], strict=True)],
     )
-    drop = [c for c in table.columns if c.startswith(("sample_sps_", "process_sps_",
-                                                      "process_rounds_", "provenance_"))]
+    ratio_sides = {f"{c}_{runner}" for c in RATIO_COLUMNS for runner in RUNNERS}
+    drop = [c for c in table.columns if c in ratio_sides or c.startswith((
+        "sample_sps_", "process_sps_", "process_rounds_", "provenance_"))]
     return table.drop(columns=drop).reset_index(drop=True)
 
 
-def _side(runner: str) -> RatioSide:
-    return RatioSide(f"sample_sps_{runner}", f"{runner}_ci_low_sps", f"{runner}_ci_high_sps",
-                     f"process_sps_{runner}", f"process_rounds_{runner}")
-
-
-def _ratio_intervals(pairs: pd.DataFrame) -> pd.DataFrame:
-    """native / python intervals by the speedups' method (native plays the compiled side)."""
-    intervals, low, high, significant = ratio_intervals(pairs, _side("native"),
-                                                        _side("python"))
+def _ratio_intervals(pairs: pd.DataFrame, spans: Mapping[str, Any]) -> pd.DataFrame:
+    """native / python intervals of `runner_pairs` rows (native plays the compiled side)."""
+    intervals, low, high, significant = ratio_intervals(pairs, "_native", "_python", spans)
     return pairs.assign(native_over_python_ci_low=low, native_over_python_ci_high=high,
                         ci_method=pd.Series([i.method for i in intervals], index=pairs.index,
                                             dtype=object),

@@ -20,10 +20,11 @@ from typing import Any
 import pandas as pd
 
 from xlabench.analysis.deploy import passed_parity
+from xlabench.analysis.intervals import Spans, result_spans
 from xlabench.analysis.result_rows import latest_per_config
 from xlabench.core.result import Result
 from xlabench.core.scenario import FIGURES, Scenario, figure_to_rate
-from xlabench.measure.combine import result_ratio
+from xlabench.measure.combine import RunTimes, interleaved, result_ratio
 from xlabench.store.scenario_rows import figure_interval, loadgen_valid
 
 #: One deployment question of the scenarios: this model on this device at this input size.
@@ -151,15 +152,19 @@ def offline_throughputs(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- ratios
-def ratio_of(new: dict[str, Any], base: dict[str, Any]) -> tuple[float, float, float, str]:
+def ratio_of(
+    new: dict[str, Any], base: dict[str, Any], spans: Spans
+) -> tuple[float, float, float, str]:
     """new / base of two rows' rates: the point ratio of the stored figures, with the interval
-    and method of `measure.combine.result_ratio` (paired when both ran in one sweep)."""
+    and method of `measure.combine.result_ratio` (paired when both ran `interleaved` in one
+    sweep; `spans`: `intervals.result_spans` of the results)."""
     point = new["rate_per_s"] / base["rate_per_s"]
     a, b = new.get("result"), base.get("result")
     if not (isinstance(a, Result) and isinstance(b, Result)):
         return point, math.nan, math.nan, NO_INTERVAL
-    same_sweep = bool(new.get("sweep_id")) and new.get("sweep_id") == base.get("sweep_id")
-    interval = result_ratio(a, b, same_sweep)
+    together = interleaved(RunTimes(new.get("sweep_id"), spans.get(a.result_id)),
+                           RunTimes(base.get("sweep_id"), spans.get(b.result_id)))
+    interval = result_ratio(a, b, together)
     if interval is None:
         return point, math.nan, math.nan, NO_INTERVAL
     return interval.ratio, interval.ratio_low, interval.ratio_high, interval.method
@@ -204,14 +209,14 @@ def batching_gains(frame: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
     single = single_stream_latencies(frame)
     loop = timed_loop_figures(results)
     loop = loop[(loop["batch_size"] == 1) & loop["passed_parity"].astype(bool)]
-    rows = []
+    rows, spans = [], result_spans(results)
     for row in best.to_dict("records"):
         base, source = _one_request(row, single, FROM_SINGLE_STREAM)
         if base is None:
             base, source = _one_request(row, loop, FROM_BATCH_1)
         if base is None:
             continue
-        gain, low, high, how = ratio_of(row, base)
+        gain, low, high, how = ratio_of(row, base, spans)
         rows.append({
             **{key: row[key] for key in (*MODEL_KEYS, *WAY_KEYS, "way", "max_batch",
                                          "concurrency")},
@@ -257,14 +262,15 @@ def precision_pairs(frame: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
     by_key: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
     for row in every.sort_values("id").to_dict("records"):
         by_key.setdefault(tuple(row[k] for k in PAIR_KEYS), {})[row["precision"]] = row
-    rows = [_precision_row(sides["fp32"], sides["bf16"]) for sides in by_key.values()
+    spans = result_spans(results)
+    rows = [_precision_row(sides["fp32"], sides["bf16"], spans) for sides in by_key.values()
             if "fp32" in sides and "bf16" in sides]
     table = pd.DataFrame(rows, columns=list(PRECISION_COLUMNS))
     return table.sort_values([*MODEL_KEYS, "measured", "way"]).reset_index(drop=True)
 
 
-def _precision_row(fp32: dict[str, Any], bf16: dict[str, Any]) -> dict[str, Any]:
-    speedup, low, high, how = ratio_of(bf16, fp32)
+def _precision_row(fp32: dict[str, Any], bf16: dict[str, Any], spans: Spans) -> dict[str, Any]:
+    speedup, low, high, how = ratio_of(bf16, fp32, spans)
     native = " native" if fp32["runner"] == "native" else ""
     sides = {}
     for name, row in (("fp32", fp32), ("bf16", bf16)):

@@ -4,12 +4,13 @@ confidence intervals, the eager -> graph -> XLA decomposition and the compile-ti
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from xlabench.analysis.intervals import RatioSide, ratio_intervals
+from xlabench.analysis.intervals import RATIO_COLUMNS, ratio_intervals, result_spans
 from xlabench.analysis.kinds import kind_group
 from xlabench.analysis.native import native_step
 from xlabench.analysis.ranking import RankRule, rank
@@ -25,11 +26,12 @@ SPEEDUP_METRICS = {  # metric column -> (CI low column, CI high column)
     "speedup_rel_pct": ("speedup_rel_ci_low_pct", "speedup_rel_ci_high_pct"),
     "speedup_ratio": ("speedup_ratio_ci_low", "speedup_ratio_ci_high"),
 }
-_SIDE_COLUMNS = (
+_SIDE_COLUMNS = tuple(dict.fromkeys((
     "throughput_sps", "throughput_sps_ci_low", "throughput_sps_ci_high", "sample_sps",
     "batch_time_ms", "compile_s", "family", "kind", "parity_passed", "gmacs_per_image",
     "params_m", "provenance", "id", "process_sps", "process_rounds", "processes",
-)
+    *RATIO_COLUMNS,  # what the ratio's interval reads
+)))
 _SHARED = ("family", "kind", "gmacs_per_image", "params_m", "provenance")
 
 
@@ -96,10 +98,15 @@ def speedup_table(results: pd.DataFrame, comparison: Comparison) -> pd.DataFrame
     """
     pairs = paired_runs(results, comparison.backend, comparison.baseline_mode,
                         comparison.compiled_mode)
+    pairs = _with_intervals(pairs, result_spans(results))
     table = pairs.rename(columns={
         "throughput_sps_baseline": "baseline_sps", "throughput_sps_compiled": "compiled_sps",
         "compile_s_compiled": "compile_s", "compile_s_baseline": "baseline_compile_s",
         "parity_passed_compiled": "parity_passed",
+        "throughput_sps_ci_low_baseline": "baseline_ci_low_sps",
+        "throughput_sps_ci_high_baseline": "baseline_ci_high_sps",
+        "throughput_sps_ci_low_compiled": "compiled_ci_low_sps",
+        "throughput_sps_ci_high_compiled": "compiled_ci_high_sps",
     })
     table = table.assign(
         comparison=comparison.label, speedup_ratio=table["compiled_sps"] / table["baseline_sps"],
@@ -107,23 +114,18 @@ def speedup_table(results: pd.DataFrame, comparison: Comparison) -> pd.DataFrame
         kind_group=[kind_group(k) for k in table["kind"]],
     )
     table["speedup_rel_pct"] = 100 * (table["speedup_ratio"] - 1)
-    table = _with_intervals(table)
     table = break_even_batches(table)
+    ratio_sides = tuple(f"{c}_{s}" for c in RATIO_COLUMNS for s in ("baseline", "compiled"))
     drop = [c for c in table.columns
             if c.startswith(("sample_sps_", "id_", "parity_passed_", "process_sps_",
-                             "process_rounds_"))]
+                             "process_rounds_")) or c in ratio_sides]
     return table.drop(columns=drop).reset_index(drop=True)
 
 
-def _side(suffix: str) -> RatioSide:
-    return RatioSide(f"sample_sps_{suffix}", f"throughput_sps_ci_low_{suffix}",
-                     f"throughput_sps_ci_high_{suffix}", f"process_sps_{suffix}",
-                     f"process_rounds_{suffix}")
-
-
-def _with_intervals(table: pd.DataFrame) -> pd.DataFrame:
+def _with_intervals(table: pd.DataFrame, spans: Mapping[str, Any]) -> pd.DataFrame:
+    """compiled / baseline intervals (`intervals.ratio_intervals`) of `paired_runs` rows."""
     intervals, ratio_low, ratio_high, significant = ratio_intervals(
-        table, _side("compiled"), _side("baseline"))
+        table, "_compiled", "_baseline", spans)
     return table.assign(
         speedup_ratio_ci_low=ratio_low, speedup_ratio_ci_high=ratio_high,
         speedup_abs_ci_low_sps=[i.diff_low_sps for i in intervals],
@@ -131,12 +133,7 @@ def _with_intervals(table: pd.DataFrame) -> pd.DataFrame:
         speedup_rel_ci_low_pct=100 * (ratio_low - 1),
         speedup_rel_ci_high_pct=100 * (ratio_high - 1),
         ci_method=[i.method for i in intervals], significant=significant,
-    ).rename(columns={
-        "throughput_sps_ci_low_baseline": "baseline_ci_low_sps",
-        "throughput_sps_ci_high_baseline": "baseline_ci_high_sps",
-        "throughput_sps_ci_low_compiled": "compiled_ci_low_sps",
-        "throughput_sps_ci_high_compiled": "compiled_ci_high_sps",
-    })
+    )
 
 
 def break_even_batches(speedups: pd.DataFrame) -> pd.DataFrame:

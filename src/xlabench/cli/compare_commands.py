@@ -56,8 +56,8 @@ def add_compare(sub: Any) -> None:
     p.add_argument("--format", choices=FORMATS, default="table",
                    help="table (default), json or csv, on stdout")
     p.add_argument("--fail-on-slowdown", type=_percent("--fail-on-slowdown"), default=None,
-                   metavar="PCT", help="exit 1 when some configuration is established slower by "
-                   "more than PCT percent (ratio_high < 1 - PCT/100); 0 otherwise")
+                   metavar="PCT", help="exit 1 when some configuration's verdict at threshold "
+                   "PCT percent is slower (the report's rule); 0 otherwise")
     p.set_defaults(handler=compare_command)
 
 

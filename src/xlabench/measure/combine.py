@@ -12,7 +12,8 @@ narrow (at k = 3 its interval is about the range of the medians, which holds the
 of the time). docs/method.md has the reasoning; tests/unit/test_combine.py checks the hold rate
 (how often the interval holds the true value) by simulation.
 
-Standard library only (the sweep, the store's callers and the analysis all use it).
+Standard library only at import (the sweep, the store's callers and the analysis all use it);
+numpy is imported by the one-process bootstrap only, where it is called.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from xlabench.core.record import Record
 from xlabench.core.result import (
@@ -110,6 +111,14 @@ class Interval:
         return max(self.estimate - self.low, self.high - self.estimate) / abs(self.estimate)
 
 
+def log_mean_se2(values: Sequence[float]) -> tuple[float, float]:
+    """(mean, squared standard error of the mean) of log(values): two or more positive values.
+    The one place every interval here takes its logs, mean and sample variance from."""
+    logs = [math.log(v) for v in values]
+    mean = sum(logs) / len(logs)
+    return mean, sum((x - mean) ** 2 for x in logs) / (len(logs) - 1) / len(logs)
+
+
 def log_t_interval(
     values: Sequence[float], confidence: float = CONFIDENCE, drift: RunDrift | None = None
 ) -> Interval:
@@ -121,10 +130,8 @@ def log_t_interval(
     """
     if len(values) < 2 or min(values) <= 0:
         raise ValueError("need at least two positive values")
-    logs = [math.log(v) for v in values]
-    k = len(logs)
-    mean = sum(logs) / k
-    se2 = sum((x - mean) ** 2 for x in logs) / (k - 1) / k
+    k = len(values)
+    mean, se2 = log_mean_se2(values)
     extra = drift.log_var if drift is not None else 0.0
     df = _satterthwaite_df(se2, k - 1, extra, drift.df if drift is not None else 1)
     half = t_quantile(0.5 + confidence / 2.0, df) * math.sqrt(se2 + extra)
@@ -219,12 +226,7 @@ def _between_run_moment(runs: Sequence[Sequence[float]]) -> _Moment | None:
     runs = [r for r in runs if len(r) >= 2 and min(r) > 0]
     if len(runs) < 2:
         return None
-    means, se2 = [], []
-    for medians in runs:
-        logs = [math.log(v) for v in medians]
-        mean = sum(logs) / len(logs)
-        means.append(mean)
-        se2.append(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1) / len(logs))
+    means, se2 = zip(*map(log_mean_se2, runs), strict=True)
     grand = sum(means) / len(means)
     between = sum((m - grand) ** 2 for m in means) / (len(means) - 1)
     mean_se2 = sum(se2) / len(se2)
@@ -294,9 +296,7 @@ def log_spread(values: Sequence[float]) -> float:
     """Standard deviation of log(values): the between-process coefficient of variation."""
     if len(values) < 2:
         return 0.0
-    logs = [math.log(v) for v in values]
-    mean = sum(logs) / len(logs)
-    return math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+    return math.sqrt(log_mean_se2(values)[1] * len(values))
 
 
 def clean_processes(records: Sequence[Record]) -> tuple[list[Record], list[Record]]:
@@ -397,6 +397,9 @@ class RatioInterval:
     diff_high_sps: float
     method: str
     n_pairs: int
+    #: False for a one-process fallback (BOOTSTRAP_METHOD, CI_ENDS_METHOD): it knows how one
+    #: process's samples scatter, not how processes or runs differ.
+    between_processes: bool = True
 
 
 def paired_ratio(
@@ -418,36 +421,101 @@ def paired_ratio(
                          diff_mean + diff_half, f"paired t ({len(rounds)} rounds)", len(rounds))
 
 
-def unpaired_ratio(
-    compiled: Sequence[float], baseline: Sequence[float], confidence: float = CONFIDENCE
-) -> RatioInterval | None:
-    """Welch's t interval of the difference of mean log process medians (no pairing). None
-    unless both sides have two or more processes."""
-    if len(compiled) < 2 or len(baseline) < 2:
-        return None
-    lc, lb = [math.log(v) for v in compiled], [math.log(v) for v in baseline]
-    mc, mb = sum(lc) / len(lc), sum(lb) / len(lb)
-    vc = sum((x - mc) ** 2 for x in lc) / (len(lc) - 1) / len(lc)
-    vb = sum((x - mb) ** 2 for x in lb) / (len(lb) - 1) / len(lb)
-    se = math.sqrt(vc + vb)
-    if se == 0:
-        ratio = math.exp(mc - mb)
-        return RatioInterval(ratio, ratio, ratio, math.exp(mc) - math.exp(mb),
-                             math.exp(mc) - math.exp(mb), "welch t (no spread)", 0)
-    df = (vc + vb) ** 2 / (vc**2 / (len(lc) - 1) + vb**2 / (len(lb) - 1))
-    half = t_quantile(0.5 + confidence / 2, df) * se
-    gc, gb = math.exp(mc), math.exp(mb)
-    low, high = math.exp(mc - mb - half), math.exp(mc - mb + half)
-    return RatioInterval(gc / gb, low, high, gb * (low - 1), gb * (high - 1),
-                         f"welch t ({len(lc)} vs {len(lb)} processes)", 0)
-
-
 # -------------------------------------------------------------- one result against another
-def _log_mean_se2(values: Sequence[float]) -> tuple[float, float]:
-    """(mean, squared standard error of the mean) of log(values); two or more values."""
-    logs = [math.log(v) for v in values]
-    mean = sum(logs) / len(logs)
-    return mean, sum((x - mean) ** 2 for x in logs) / (len(logs) - 1) / len(logs)
+class RunPlace(Protocol):
+    """Where a result ran: its sweep id and the times of its first and last process (None
+    when unknown). `analysis.compare.Chosen` is one; `RunTimes` builds one."""
+
+    @property
+    def sweep_id(self) -> str | None: ...
+
+    @property
+    def span(self) -> tuple[Any, Any] | None: ...
+
+
+@dataclass(frozen=True)
+class RunTimes:
+    """A `RunPlace` from a row's sweep id and its result's process times."""
+
+    sweep_id: str | None
+    span: tuple[Any, Any] | None
+
+
+def interleaved(a: RunPlace, b: RunPlace) -> bool:
+    """Whether two results ran interleaved in one sweep, so that their processes of one round
+    ran next to each other and pairing by round cancels the machine's drift: the same sweep
+    id AND overlapping process times (first to last process of each).
+
+    The one rule every ratio uses. The sweep id alone is not enough: it is a hash of the grid,
+    the same for the same grid swept again later (or into another database), when round r of
+    one and of the other did not run next to each other and pairing them would drop the
+    drift between the runs. Round tags (``<sweep id>:<round>``) say no more than the sweep id
+    does. Times alone are not enough either: two sweeps of other grids may run at once, but
+    their rounds are not matched. Unknown times (a result stored without them) are not
+    interleaved: the unpaired interval is the one that holds either way."""
+    if not a.sweep_id or a.sweep_id != b.sweep_id or a.span is None or b.span is None:
+        return False
+    try:
+        return bool(a.span[0] <= b.span[1] and b.span[0] <= a.span[1])
+    except TypeError:
+        return False
+
+
+#: The methods of a one-process side's fallbacks (`result_ratio`).
+BOOTSTRAP_METHOD, CI_ENDS_METHOD = "bootstrap", "ci-ends"
+MIN_BOOTSTRAP_SAMPLES = 10  # fewer samples give a bootstrap median too coarse to trust
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 20230601  # seeded per ratio: a report is reproducible, row by row
+
+
+def _bootstrap_ratio(
+    new: Result, base: Result, new_sps: Sequence[float], base_sps: Sequence[float]
+) -> RatioInterval:
+    """Percentile bootstrap of the ratio and difference of the two sides' sample medians (each
+    side resampled independently: separate processes); the estimate is the stored figures'."""
+    import numpy as np  # here: the sweep and the store import this module without numpy's cost
+
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+
+    def medians(samples: Sequence[float]) -> Any:
+        values = np.asarray(samples, dtype=float)
+        picks = rng.integers(0, len(values), size=(BOOTSTRAP_RESAMPLES, len(values)))
+        return np.median(values[picks], axis=1)
+
+    new_medians, base_medians = medians(new_sps), medians(base_sps)
+    ratio_low, ratio_high = np.percentile(new_medians / base_medians, [2.5, 97.5])
+    diff_low, diff_high = np.percentile(new_medians - base_medians, [2.5, 97.5])
+    assert new.median_sps is not None and base.median_sps is not None
+    return RatioInterval(new.median_sps / base.median_sps, float(ratio_low),
+                         float(ratio_high), float(diff_low), float(diff_high),
+                         BOOTSTRAP_METHOD, 0, between_processes=False)
+
+
+def _ci_ends_ratio(new: Result, base: Result) -> RatioInterval | None:
+    """Bounds from the ends of both stored intervals: ratio in [n_low / b_high, n_high / b_low].
+    If each holds its figure >= 95% of the time, both do >= 90.25% (independent runs), and then
+    the ratio is inside: conservative in width. None unless both have a real interval."""
+    ends = [v for v in (new.ci_low_sps, new.ci_high_sps, base.ci_low_sps, base.ci_high_sps)
+            if v is not None and math.isfinite(v)]
+    if len(ends) < 4 or not (new.ci_confidence and base.ci_confidence):
+        return None
+    n_low, n_high, b_low, b_high = ends
+    if min(b_low, b_high) <= 0:
+        return None
+    assert new.median_sps is not None and base.median_sps is not None
+    return RatioInterval(new.median_sps / base.median_sps, n_low / b_high, n_high / b_low,
+                         n_low - b_high, n_high - b_low, CI_ENDS_METHOD, 0,
+                         between_processes=False)
+
+
+def _one_process_ratio(
+    new: Result, base: Result, samples: tuple[Sequence[float], Sequence[float]] | None
+) -> RatioInterval | None:
+    """The fallback where a side has one process: the bootstrap of both sides' raw samples when
+    both have MIN_BOOTSTRAP_SAMPLES, else the ends of their stored intervals, else None."""
+    if samples is not None and min(map(len, samples)) >= MIN_BOOTSTRAP_SAMPLES:
+        return _bootstrap_ratio(new, base, *samples)
+    return _ci_ends_ratio(new, base)
 
 
 def _by_round(result: Result) -> dict[int, float]:
@@ -477,18 +545,26 @@ def between_runs_known(new: Result, base: Result) -> bool:
     return new.drift_rel_sd is not None or base.drift_rel_sd is not None
 
 
+def _has_figure(result: Result) -> bool:
+    return result.status == "ok" and result.median_sps is not None and result.median_sps > 0
+
+
 def _usable(result: Result) -> bool:
-    return (result.status == "ok" and result.median_sps is not None and result.median_sps > 0
-            and len(result.process_medians_sps) >= 2 and min(result.process_medians_sps) > 0)
+    return (_has_figure(result) and len(result.process_medians_sps) >= 2
+            and min(result.process_medians_sps) > 0)
 
 
 def result_ratio(
-    new: Result, base: Result, same_sweep: bool = False, confidence: float = CONFIDENCE
+    new: Result, base: Result, same_sweep: bool = False, confidence: float = CONFIDENCE,
+    samples: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> RatioInterval | None:
     """new / base of two stored results of one configuration, with the interval a repetition
-    of both runs should hold; None unless both are ok with two or more process medians.
+    of both runs should hold, and the method that made it (`method`): the one ratio method of
+    every ratio the product prints (compare, speedups, deployment, Python's share, scenarios).
+    None unless both are ok with a figure.
 
-    Paired (`same_sweep`: the two results ran interleaved in one sweep, and they share two or
+    Both sides with two or more process medians:
+    paired (`same_sweep`: the two results ran `interleaved` in one sweep, and they share two or
     more process rounds): `paired_ratio` of the round-matched medians; a drift of the machine
     hits both processes of a round alike and cancels, so the stored between-run variation is
     not added. Otherwise the t interval of the difference of the mean log process medians with
@@ -498,9 +574,16 @@ def result_ratio(
     log process medians / k; degrees of freedom by Welch–Satterthwaite over the components
     (k - 1 for a process component, `drift_df` for a drift one). The estimate is the ratio of
     the stored figures (geometric means of the process medians).
+
+    A side of one process (older databases, imported rows, `--processes 1`) knows nothing of
+    how processes differ: `_one_process_ratio`, the bootstrap of the raw per-sample
+    throughputs (`samples`: new's, base's) or the ends of the stored intervals, with
+    `between_processes` False so that a reader that needs more (compare's verdicts) can say so.
     """
-    if not (_usable(new) and _usable(base)):
+    if not (_has_figure(new) and _has_figure(base)):
         return None
+    if not (_usable(new) and _usable(base)):
+        return _one_process_ratio(new, base, samples)
     if same_sweep:
         by_new, by_base = _by_round(new), _by_round(base)
         if len(set(by_new) & set(by_base)) >= 2:
@@ -509,8 +592,8 @@ def result_ratio(
                 return dataclasses.replace(
                     paired, method=f"paired t of round-matched process medians "
                     f"({paired.n_pairs} rounds of one sweep)")
-    mean_new, se2_new = _log_mean_se2(new.process_medians_sps)
-    mean_base, se2_base = _log_mean_se2(base.process_medians_sps)
+    mean_new, se2_new = log_mean_se2(new.process_medians_sps)
+    mean_base, se2_base = log_mean_se2(base.process_medians_sps)
     drift2_new, drift_df_new = _drift_components(new)
     drift2_base, drift_df_base = _drift_components(base)
     # Two separate runs each vary between runs: a side measured without re-runs to show how

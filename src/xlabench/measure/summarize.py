@@ -10,13 +10,21 @@ from xlabench.measure import stats
 CONFIDENCE = 0.95
 
 
+def per_sample_sps(
+    batch_size: int, steps_per_sample: int, sample_s: Sequence[float]
+) -> list[float]:
+    """Throughput of each raw sample (samples/s): batch x steps per sample / its seconds; a
+    sample of no time (a stored value rounded to 0) says nothing and is left out."""
+    return [batch_size * steps_per_sample / s for s in sample_s if s > 0]
+
+
 def throughput_stats(
     batch_size: int, steps_per_sample: int, sample_s: Sequence[float], target_met: bool
 ) -> Throughput:
     """Median throughput (samples/s) with the order-statistic 95% CI of the median."""
-    per_sample_sps = [batch_size * steps_per_sample / s for s in sample_s]
-    low, high, achieved = stats.median_ci(per_sample_sps, CONFIDENCE)
-    mid = stats.median(per_sample_sps)
+    per_sample = per_sample_sps(batch_size, steps_per_sample, sample_s)
+    low, high, achieved = stats.median_ci(per_sample, CONFIDENCE)
+    mid = stats.median(per_sample)
     return Throughput(
         median_sps=mid,
         ci_low_sps=low,

@@ -35,7 +35,8 @@ FASTEST_NOTE = (
     "Among local ok results that passed parity (eager runs are their own reference). "
     "'vs runner-up': whether the two throughput intervals (95%) overlap. Ratios compare with "
     "TensorFlow eager / XLA (Python runner) of the same device, model, resolution, batch and "
-    "precision; their intervals are the speedup intervals (process-level paired or Welch t, "
+    "precision; their intervals are the one ratio method's (measure.combine.result_ratio: "
+    "paired t where both ran interleaved in one sweep, else Welch t of log process medians, "
     "else bootstrap of samples, else CI ends) and 'interval' says which, or why there is none."
 )
 BOUND_NOTE = ("Rows: per device, model and resolution, the fastest way whose {what} is below "

@@ -157,8 +157,9 @@ def _gain_table(gains: pd.DataFrame) -> Table:
              f"'{FROM_SINGLE_STREAM}' (single-stream's p90 as a rate) where the way has a "
              f"single-stream result, else '{FROM_BATCH_1}' (its timed-loop throughput at "
              "batch 1). The interval is that of the ratio of the two stored results "
-             "(measure.combine.result_ratio: paired by round within one sweep, else Welch "
-             "on log process medians), or says why there is none.")
+             "(measure.combine.result_ratio: paired by round where both ran interleaved in "
+             "one sweep, else Welch on log process medians, else the ends of one-process "
+             "intervals), or says why there is none.")
 
 
 def _precision_table(pairs: pd.DataFrame) -> Table:

@@ -15,9 +15,9 @@ SHARE_RATIO = Column("native_over_python", "native/python [95% CI]", "ratio",
 SHARE_NOTE = (
     "Same program, same configuration, two runners: runner=python is the usual worker's timed "
     "loop, runner=native the exported artifact timed by xlabench-native in C++. CI method "
-    "'paired t': both sides had processes in the same sweep rounds; 'welch t': processes but "
-    "no common rounds; 'bootstrap' / 'ci-ends': one process per side (see the speedups' "
-    "note). 'significant': the interval excludes 1.00. 'compiler': 'same' where both sides "
+    "'paired t': both sides ran interleaved in one sweep; 'welch t': processes, not "
+    "interleaved; 'bootstrap' / 'ci-ends': one process per side (see the speedups' note)."
+    " 'significant': the interval excludes 1.00. 'compiler': 'same' where both sides "
     "run one compiler the same way (TF C API, OpenVINO), 'differs' where they do not: "
     "jax/xla native runs the PJRT plugin's older XLA, torch/compiled native an AOTInductor "
     "package against torch.compile in the worker — their ratio is not Python overhead alone."

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from xlabench.analysis import RankRule
-from xlabench.analysis.intervals import MIN_BOOTSTRAP_SAMPLES
+from xlabench.measure.combine import BOOTSTRAP_RESAMPLES, MIN_BOOTSTRAP_SAMPLES
 from xlabench.report.charts import ChartSpec, HLine
 from xlabench.report.model import (
     HOVER_PAIR,
@@ -53,11 +53,16 @@ def speedup_intervals_finding(ctx: Context) -> Finding:
 
 
 CI_NOTE = (
-    f"CI method 'bootstrap': both runs stored >= {MIN_BOOTSTRAP_SAMPLES} raw samples; their "
-    "per-sample throughputs were resampled (2000 times, seeded) and the 2.5/97.5 percentiles "
-    "of the ratio/difference of medians taken. 'ci-ends': fewer samples, so the bounds combine "
-    "the ends of the two stored 95% CIs (ratio in [c_low/b_high, c_high/b_low]), conservative "
-    "in width, >= 90% hold rate. 'none': published numbers have no spread. 'significant': the "
+    "Every interval is the one ratio method `compare` uses too (measure.combine.result_ratio). "
+    "CI method 'paired t': both ran interleaved in one sweep (same sweep id, overlapping "
+    "times): the t interval of the per-round log ratios. 'welch t': two or more processes a "
+    "side, not interleaved: Welch's interval of the mean log process medians, with each run's "
+    "between-run variation where known. One process a side: 'bootstrap' when both runs "
+    f"stored >= {MIN_BOOTSTRAP_SAMPLES} raw samples (their per-sample throughputs resampled "
+    f"{BOOTSTRAP_RESAMPLES} times, seeded, and the 2.5/97.5 percentiles of the "
+    "ratio/difference of medians taken); 'ci-ends' with fewer samples (the bounds combine the "
+    "ends of the two stored 95% CIs, ratio in [c_low/b_high, c_high/b_low]: conservative in "
+    "width, >= 90% hold rate). 'none': published numbers have no spread. 'significant': the "
     "ratio's interval excludes 1."
 )
 
