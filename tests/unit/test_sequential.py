@@ -12,10 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from xlabench.analysis import compare
 from xlabench.core import UserError
 from xlabench.measure import sequential
-from xlabench.measure.combine import RatioInterval, t_quantile
+from xlabench.measure.combine import t_quantile
 from xlabench.measure.sequential import SequentialDesign, samples_per_process, sequential_look
 
 SEED = 20261205
@@ -188,15 +187,16 @@ def test_rounds_needed_shrinks_as_the_spread_falls_and_is_where_it_decides() -> 
     assert sequential_look(_with_spread(8, math.log(1.05), 0.1), DESIGN).rounds_needed is None
 
 
-def test_the_verdict_rule_is_compare_s() -> None:
+def test_the_verdict_rule_at_its_edges() -> None:
+    """Slower/faster only beyond the threshold, same only inside it, edges included."""
     t = DESIGN.threshold
-    ends = (0.8, 1 - t, 0.97, 1.0, 1.02, 1 + t, 1.2)
-    for low in ends:
-        for high in (e for e in ends if e >= low):
-            ratio = RatioInterval(1.0, low, high, 0.0, 0.0, "test", 5)
-            expected = compare.verdict(ratio, t)
-            expected = sequential.CONTINUE if expected == compare.INCONCLUSIVE else expected
-            assert sequential.decide(low, high, t) == expected
+    assert sequential.decide(0.80, 1 - t - 1e-9, t) == sequential.SLOWER
+    assert sequential.decide(0.80, 1 - t, t) == sequential.CONTINUE
+    assert sequential.decide(1 + t + 1e-9, 1.2, t) == sequential.FASTER
+    assert sequential.decide(1 + t, 1.2, t) == sequential.CONTINUE
+    assert sequential.decide(1 - t, 1 + t, t) == sequential.SAME
+    assert sequential.decide(0.97, 1.02, t) == sequential.SAME
+    assert sequential.decide(0.94, 1.02, t) == sequential.CONTINUE
 
 
 @pytest.mark.parametrize("bad", [

@@ -51,6 +51,7 @@ from xlabench.measure.combine import (
     interleaved,
     result_ratio,
 )
+from xlabench.measure.sequential import CONTINUE, FASTER, SAME, SLOWER, decide
 from xlabench.store.db import require_sqlite_header
 from xlabench.store.scenario_rows import figure_interval
 from xlabench.store.schema import APPLICATION, SCHEMA_VERSION
@@ -58,8 +59,7 @@ from xlabench.store.schema import APPLICATION, SCHEMA_VERSION
 #: A ratio counts as a change only beyond ±5%: below that, re-runs of the same software on a
 #: quiet machine differ by about as much (docs/measurements.md), so "same" means "within 5%".
 DEFAULT_THRESHOLD = 0.05
-SLOWER, FASTER, SAME, INCONCLUSIVE, INSUFFICIENT = (
-    "slower", "faster", "same", "inconclusive", "insufficient data")
+INCONCLUSIVE, INSUFFICIENT = "inconclusive", "insufficient data"
 VERDICTS = (FASTER, SLOWER, SAME, INCONCLUSIVE, INSUFFICIENT)
 #: What of a process's stored environment is compared between the sides (beside every package
 #: version and every result-changing flag).
@@ -404,13 +404,9 @@ def verdict(ratio: RatioInterval | None, threshold: float = DEFAULT_THRESHOLD) -
     """The verdict for a ratio interval (see the module docstring); None: insufficient data."""
     if ratio is None:
         return INSUFFICIENT
-    if ratio.ratio_high < 1.0 - threshold:
-        return SLOWER
-    if ratio.ratio_low > 1.0 + threshold:
-        return FASTER
-    if 1.0 - threshold <= ratio.ratio_low and ratio.ratio_high <= 1.0 + threshold:
-        return SAME
-    return INCONCLUSIVE
+    # One rule for an interval against the threshold: `xlabench ab` decides with it too.
+    decided = decide(ratio.ratio_low, ratio.ratio_high, threshold)
+    return INCONCLUSIVE if decided == CONTINUE else decided
 
 
 def _insufficient_reason(baseline: Result, new: Result) -> str:

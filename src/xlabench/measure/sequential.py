@@ -160,8 +160,10 @@ def _tuned_g(rounds: int, alpha: float) -> float:
 
 # -------------------------------------------------------------------------- one look
 def decide(ratio_low: float, ratio_high: float, threshold: float) -> str:
-    """The verdict of `analysis/compare.py: verdict()` for an interval, "continue" for its
-    "inconclusive" (the caller says inconclusive when the budget ran out)."""
+    """The one rule for a ratio interval against a threshold (`compare`'s verdicts and `ab`'s
+    read it): slower, faster, same, or "continue" where the interval is too wide to tell
+    (`compare` says inconclusive; `ab` runs another round, or says inconclusive when its
+    budget ran out)."""
     if ratio_high < 1.0 - threshold:
         return SLOWER
     if ratio_low > 1.0 + threshold:
