@@ -23,7 +23,7 @@ import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from xlabench.core.record import Record
 from xlabench.core.result import (
@@ -34,6 +34,9 @@ from xlabench.core.result import (
     ResultPolicy,
     interference_reason,
 )
+
+if TYPE_CHECKING:  # measure.sequential builds on this module's t distribution
+    from xlabench.measure.sequential import SequentialDesign
 
 
 # ------------------------------------------------------------------ Student's t distribution
@@ -527,6 +530,26 @@ def _by_round(result: Result) -> dict[int, float]:
     return {r: math.exp(sum(math.log(v) for v in vs) / len(vs)) for r, vs in rounds.items()}
 
 
+def paired_log_ratios(new: Result, base: Result) -> list[float]:
+    """log(new / base) of the process medians of every round both results have, in round
+    order: what a paired comparison of two interleaved results sees."""
+    by_new, by_base = _by_round(new), _by_round(base)
+    return [math.log(by_new[r] / by_base[r]) for r in sorted(set(by_new) & set(by_base))]
+
+
+def _sequential_ratio(new: Result, base: Result, design: SequentialDesign) -> RatioInterval:
+    from xlabench.measure.sequential import sequential_look  # it builds on this module's t
+
+    log_ratios = paired_log_ratios(new, base)
+    look = sequential_look(log_ratios, design)
+    base_sps = math.exp(log_mean_se2(base.process_medians_sps)[0])
+    return RatioInterval(
+        look.ratio, look.ratio_low, look.ratio_high, base_sps * (look.ratio_low - 1),
+        base_sps * (look.ratio_high - 1),
+        f"{look.method}, round-matched process medians ({len(log_ratios)} rounds of one sweep)",
+        len(log_ratios))
+
+
 def _drift_components(result: Result) -> tuple[float, float]:
     """(variance, degrees of freedom) of a result's stored between-run variation; (0, 1) when it
     has none. A result stored before `drift_df` was kept gets MACHINE_PRIOR_DF (the most a
@@ -557,6 +580,7 @@ def _usable(result: Result) -> bool:
 def result_ratio(
     new: Result, base: Result, same_sweep: bool = False, confidence: float = CONFIDENCE,
     samples: tuple[Sequence[float], Sequence[float]] | None = None,
+    design: SequentialDesign | None = None,
 ) -> RatioInterval | None:
     """new / base of two stored results of one configuration, with the interval a repetition
     of both runs should hold, and the method that made it (`method`): the one ratio method of
@@ -575,6 +599,11 @@ def result_ratio(
     (k - 1 for a process component, `drift_df` for a drift one). The estimate is the ratio of
     the stored figures (geometric means of the process medians).
 
+    With `design` (a decision: `compare`'s verdicts, `xlabench ab`), a paired ratio's interval
+    is instead `measure.sequential`'s anytime-valid one of the same round-matched log-ratios:
+    interleaved rounds are looked at round after round, and a fixed-sample t interval read
+    after every round would inflate false alarms (docs/method.md).
+
     A side of one process (older databases, imported rows, `--processes 1`) knows nothing of
     how processes differ: `_one_process_ratio`, the bootstrap of the raw per-sample
     throughputs (`samples`: new's, base's) or the ends of the stored intervals, with
@@ -587,6 +616,8 @@ def result_ratio(
     if same_sweep:
         by_new, by_base = _by_round(new), _by_round(base)
         if len(set(by_new) & set(by_base)) >= 2:
+            if design is not None:
+                return _sequential_ratio(new, base, design)
             paired = paired_ratio(by_new, by_base, confidence)
             if paired is not None:
                 return dataclasses.replace(

@@ -12,9 +12,8 @@ Both sides are stored in the database as results of one interleaved pair: one sw
 tags on every process, labels `a` and `b` (or the user's), so `xlabench compare DB
 --baseline-label a --label b` pairs them by round as well.
 
-The paired ratio takes every successful process of a round, flagged for interference or not:
-both processes of a round ran back to back, so what disturbed one most likely disturbed the
-other, and dropping one side of a round would unpair it.
+The paired rounds are those both results keep (`measure.combine`: a process measured under
+interference is left out of its result, as everywhere), so `compare` pairs the same ones.
 """
 
 from __future__ import annotations
@@ -36,8 +35,8 @@ from xlabench.analysis.compare import environment_differences
 from xlabench.core import Record, Spec, UserError, one_line
 from xlabench.core.record import ProcessInfo
 from xlabench.core.result import ResultPolicy
+from xlabench.measure import combine, stats
 from xlabench.measure import env as envinfo
-from xlabench.measure import stats
 from xlabench.measure.sequential import (
     SequentialDesign,
     SequentialLook,
@@ -414,24 +413,33 @@ def _log_var_of_logs(logs: Sequence[float]) -> float:
 
 def _look(c: AbConfiguration, design: SequentialDesign, round_index: int,
           note: Callable[[str], None]) -> None:
-    """The round's paired ratio, the look after it, and its progress line."""
+    """The paired log-ratios so far, the look after them, and the round's progress line.
+
+    The rounds are read from the two results as the store combines them
+    (`combine.paired_log_ratios`), so `xlabench compare` on the database pairs exactly these
+    rounds: a round one of whose processes was measured under interference (left out of its
+    result, as everywhere) pairs nothing and is said so."""
     last = [p.records[-1] for p in c.processes]
     failed = next((r for r in last if not r.ok or not r.rate_per_s), None)
     if failed is not None:
         c.stopped_because = f"a process failed: {failed.error or failed.status.value}"
         note(f"round {round_index + 1:>2}  {c.name()}: {c.stopped_because}")
         return
-    rate_a, rate_b = (r.rate_per_s for r in last)
-    assert rate_a and rate_b
-    c.log_ratios.append(math.log(rate_b / rate_a))
+    result_a, result_b = (p.result() for p in c.processes)
+    paired = combine.paired_log_ratios(result_b, result_a)
+    dropped = "" if len(paired) > len(c.log_ratios) else (
+        " (this round pairs nothing: a process was measured under interference)")
+    c.log_ratios = paired
     if len(c.log_ratios) < 2:
+        rate_a, rate_b = (r.rate_per_s for r in last)
+        assert rate_a and rate_b
         note(f"round {round_index + 1:>2}  {c.name()}: b/a {rate_b / rate_a:.3f} "
-             "(an interval from round 2)")
+             f"(an interval from 2 paired rounds){dropped}")
         return
     c.look = sequential_look(c.log_ratios, design)
     if c.look.verdict in DECIDED:
         c.stopped_because = f"decided: {c.look.verdict}"
-    note(f"round {round_index + 1:>2}  {c.name()}: {format_look(c.look)}")
+    note(f"round {round_index + 1:>2}  {c.name()}: {format_look(c.look)}{dropped}")
 
 
 def format_look(look: SequentialLook) -> str:
