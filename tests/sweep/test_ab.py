@@ -90,7 +90,7 @@ def test_a_slowdown_is_decided_slower_and_gated(tmp_path: Path, record_factory) 
 
 def test_the_gate_reads_the_verdict_not_the_ratio(tmp_path: Path, record_factory) -> None:
     run = _run(tmp_path, _scripted(record_factory, _noisy(0.8, sd=0.15)), ["env:SLOW=1"],
-               design=SequentialDesign(max_rounds=3, min_rounds=3))
+               design=SequentialDesign(max_rounds=5, min_rounds=3))
     (c,) = run.configurations
     assert c.look is not None and c.look.ratio < 0.95  # the estimate alone says slower ...
     assert c.verdict() == "inconclusive"  # ... its interval does not
@@ -118,8 +118,14 @@ def test_both_sides_stored_as_one_interleaved_pair(tmp_path: Path, record_factor
     assert sorted(combined) == [("a", 1), ("b", 1)]
     report = compare(CompareSide(tmp_path / "ab.db", "a"), CompareSide(tmp_path / "ab.db", "b"))
     (pair,) = report.pairs
-    assert pair.ratio is not None and "paired" in pair.ratio.method
+    assert pair.ratio is not None and "round-matched" in pair.ratio.method
     assert pair.ratio.n_pairs == run.rounds_run
+    # compare reads the very interval and verdict ab decided with
+    (c,) = run.configurations
+    assert c.look is not None
+    assert (pair.ratio.ratio_low, pair.ratio.ratio_high) == pytest.approx(
+        (c.look.ratio_low, c.look.ratio_high))
+    assert pair.verdict == c.verdict()
 
 
 def test_the_budget_ends_it_inconclusive(tmp_path: Path, record_factory) -> None:
@@ -237,19 +243,19 @@ def _light_venv(root: Path, package: str, version: str) -> Path:
 @pytest.mark.slow
 def test_real_aa_has_no_false_verdict_and_compare_pairs_it(run_cli) -> None:
     done = run_cli("ab", *GRID, *QUICK, "--db", "ab.db", "--min-rounds", "3",
-                   "--max-rounds", "3", "--format", "json")
+                   "--max-rounds", "4", "--format", "json")
     assert done.returncode == 0, done.stderr
     (c,) = json.loads(done.stdout)["configurations"]
     assert c["verdict"] in ("same", "inconclusive")
-    assert c["a"]["processes"] == c["b"]["processes"] == c["rounds"] == 3
-    assert "round  3" in done.stderr
+    assert c["a"]["processes"] == c["b"]["processes"] == c["rounds"] == 4
+    assert "round  4" in done.stderr
     compared = run_cli("compare", "ab.db", "--baseline-label", "a", "--label", "b",
                        "--format", "json")
     assert compared.returncode == 0, compared.stderr
     (pair,) = json.loads(compared.stdout)["pairs"]
     # compare combines a side's clean processes only (flagged ones where none is clean), so
     # on a busy machine it may pair fewer rounds than ab, or none; what it pairs is by round.
-    assert "paired" in pair["method"] or pair["verdict"] == "insufficient data"
+    assert "round-matched" in pair["method"] or pair["verdict"] == "insufficient data"
 
 
 @pytest.mark.slow
@@ -265,10 +271,10 @@ def test_real_gated_slowdown_is_slower_and_exits_1(run_cli) -> None:
 def test_real_two_environments_list_their_difference(tmp_path: Path, run_cli) -> None:
     python = _light_venv(tmp_path / "venv-b", "keras-hub", "0.0.1")
     done = run_cli("ab", *GRID, *QUICK, "--db", "ab.db", "--b", f"python={python}",
-                   "--min-rounds", "3", "--max-rounds", "3", "--format", "json")
+                   "--min-rounds", "3", "--max-rounds", "4", "--format", "json")
     assert done.returncode == 0, done.stderr
     (c,) = json.loads(done.stdout)["configurations"]
     assert c["b"]["python"] == str(python)
     differences = {d["name"]: d for d in c["environment_differences"]}
     assert differences["keras-hub"]["new"] == "0.0.1"
-    assert c["a"]["processes"] == c["b"]["processes"] == 3
+    assert c["a"]["processes"] == c["b"]["processes"] == 4

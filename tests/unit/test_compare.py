@@ -199,7 +199,8 @@ def test_results_interleaved_in_one_sweep_are_paired_by_round(tmp_path: Path) ->
     db = tmp_path / "r.db"
     _two_envs(db, new_hour=1, base=base, new=new)
     (pair,) = cmp.compare(cmp.Side(db, env="aa11"), cmp.Side(db, env="bb22")).pairs
-    assert pair.ratio is not None and pair.ratio.method.startswith("paired t")
+    assert pair.ratio is not None and pair.ratio.method.startswith("confidence sequence")
+    assert "round-matched" in pair.ratio.method
     assert pair.ratio.n_pairs == 5
     assert pair.ratio.ratio_low <= 0.9 <= pair.ratio.ratio_high
     assert pair.verdict == "slower"

@@ -51,7 +51,14 @@ from xlabench.measure.combine import (
     interleaved,
     result_ratio,
 )
-from xlabench.measure.sequential import CONTINUE, FASTER, SAME, SLOWER, decide
+from xlabench.measure.sequential import (
+    CONTINUE,
+    FASTER,
+    SAME,
+    SLOWER,
+    SequentialDesign,
+    decide,
+)
 from xlabench.store.db import require_sqlite_header
 from xlabench.store.scenario_rows import figure_interval
 from xlabench.store.schema import APPLICATION, SCHEMA_VERSION
@@ -426,7 +433,10 @@ NO_BETWEEN_RUNS = ("neither run carries a between-run variation (no re-runs in e
 
 
 def make_pair(spec_id: str, baseline: Chosen, new: Chosen, threshold: float) -> Pair:
-    ratio = result_ratio(new.result, baseline.result, interleaved(new, baseline))
+    # A verdict is a decision, and interleaved rounds are looked at round after round (`ab`,
+    # a sweep continued round by round): their interval is the anytime-valid one `ab` uses.
+    ratio = result_ratio(new.result, baseline.result, interleaved(new, baseline),
+                         design=SequentialDesign(threshold=threshold))
     if ratio is not None and not ratio.between_processes:
         ratio = None  # a one-process side: its fallback interval cannot hold a repetition
     base_sps, new_sps = baseline.result.median_sps, new.result.median_sps
