@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from xlabench.core.result import ONE_PROCESS_METHOD, Result
+from xlabench.store.view import batch_time_ms, latest_complete
 
 #: What identifies one configuration. Rows from different sources (each imported file, or
 #: local runs) never replace each other; the latest successful local run of a config wins.
@@ -25,16 +26,23 @@ def successful(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def latest_per_config(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per configuration: its latest result (the one whose last process was stored
-    last), with the figure stored for that result (`ResultStore.result_rows` shows the same).
+    """One row per configuration: its latest complete result (`store.view.latest_complete`:
+    the one whose last process was stored last; a killed sweep's incomplete one never is),
+    with the figure stored for that result (`ResultStore.result_rows` shows the same).
     Repeats of a configuration (`sweep --repeats`) are results of their own: the latest one is
     shown, and the earlier ones are re-runs that its interval already learnt from when it was
     stored."""
     combined = every_result(results)
     if combined.empty:
         return combined
-    last = combined.groupby(list(CONFIG_KEYS), dropna=False)["id"].transform("max")
-    return combined[combined["id"] == last].reset_index(drop=True)
+    keys = combined[list(CONFIG_KEYS)].astype(object)
+    keys = keys.where(keys.notna(), None)  # NaN is no key: it equals nothing, itself included
+    latest = latest_complete(
+        zip(combined.index, keys.itertuples(index=False, name=None), combined["complete"],
+            strict=True),
+        key=lambda row: row[1], complete=lambda row: bool(row[2]))
+    chosen = sorted(index for index, _, _ in latest.values())
+    return combined.loc[chosen].reset_index(drop=True)
 
 
 def every_result(results: pd.DataFrame) -> pd.DataFrame:
@@ -109,7 +117,7 @@ def _with_figure(row: pd.Series, processes: pd.DataFrame, figure: Result) -> pd.
         else figure.ci_high_sps
     row["rel_ci_halfwidth"] = figure.rel_ci_halfwidth
     row["ci_confidence"], row["ci_method"] = figure.ci_confidence, figure.ci_method
-    row["batch_time_ms"] = 1000 * row["batch_size"] / figure.median_sps
+    row["batch_time_ms"] = batch_time_ms(row["batch_size"], figure.median_sps)
     row["drift_rel_sd"] = figure.drift_rel_sd
     row["n_samples"] = used["n_samples"].sum()
     row["sample_sps"] = [s for samples in used["sample_sps"] for s in samples]

@@ -15,14 +15,12 @@ from typing import Any
 from xlabench.core import Record, UserError, utc_now
 from xlabench.core.device import device_name
 from xlabench.core.result import (
-    ONE_PROCESS_METHOD,
     Result,
     ResultPolicy,
     interference_reason,
     machine_id,
     software_id,
 )
-from xlabench.store.scenario_rows import scenario_fields
 from xlabench.store.schema import (
     APPLICATION,
     COMBINED_COLUMNS,
@@ -31,6 +29,7 @@ from xlabench.store.schema import (
     RESULT_COLUMNS,
     SCHEMA_VERSION,
 )
+from xlabench.store.view import result_view
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DEFAULT_DB = "xlabench.db"
@@ -243,29 +242,19 @@ class ResultStore:
             conn.execute(sql, [row[c] for c in COMBINED_NAMES])
 
     def result_rows(self, **filters: Any) -> list[dict[str, Any]]:
-        """One flat row per result, oldest first: its latest process's columns with the
-        combined figures in place of that process's own (throughput, interval, confidence),
-        plus `processes` ("3" or "3 of 4"), `ci_method`, `interference` (why the result is
-        flagged, or ""). A row from before results had processes is a result of one process.
-        Every row has `store.scenario_rows.SCENARIO_ROW_KEYS`: a LoadGen scenario result's
-        figure in its unit with its interval (its throughput columns empty), LoadGen's
-        verdict, the Server latency bound, the shortfall; None (scenario "") for the timed
-        loop. `status` filters the results' status; other filters the processes'."""
+        """One row per result, oldest first: the store's one reading of a result
+        (`store.view`: its figure, interval, processes and whether it is complete; numbers
+        and identifiers, no display text). `status` filters the results' status; other
+        filters the processes'."""
         status = filters.pop("status", None)
-        rows = self.rows_with_records(**filters)
-        combined = {r.result_id: r for r in self.combined()}
-        latest: dict[str, dict[str, Any]] = {}
-        out: list[dict[str, Any]] = []
-        for row in rows:
-            if row["result_id"] is None:
-                out.append(_legacy_result_row(row))
-            else:
-                latest[row["result_id"]] = row  # rows come oldest first: the last one wins
-        for result_id, row in latest.items():
-            result = combined.get(result_id)
-            out.append(_result_row(row, result) if result else _legacy_result_row(row))
-        out.sort(key=lambda r: r["id"])
-        return [r for r in out if status is None or r["status"] == status]
+        rows = result_view(self.rows_with_records(**filters), self.stored_results())
+        return [r for r in rows if status is None or r["status"] == status]
+
+    def stored_results(self) -> dict[str, tuple[Result, bool]]:
+        """Every stored combined result by id, with whether it is complete."""
+        sql = "SELECT result_id, result_json, complete FROM combined_results ORDER BY rowid"
+        return {result_id: (Result.from_json(text), bool(complete))
+                for result_id, text, complete in self._conn.execute(sql)}
 
     def combined(self, **filters: Any) -> list[Result]:
         """Stored combined results, oldest first."""
@@ -453,51 +442,6 @@ def record_to_row(record: Record, sweep_id: str | None, label: str | None = None
         "scenario_figure": record.scenario.figure if record.scenario else None,
         **_process_columns(record),
     }
-
-
-def _legacy_result_row(row: dict[str, Any]) -> dict[str, Any]:
-    record = json.loads(row["record_json"])
-    throughput = record.get("throughput") or {}
-    flat = {k: v for k, v in row.items() if k != "record_json"}
-    flat["runner"] = _runner(row)
-    why = interference_reason(Record.from_dict(record).interference) if row["result_id"] else None
-    return {**flat, "processes": "1", "ci_confidence": throughput.get("ci_confidence"),
-            "ci_method": ONE_PROCESS_METHOD,
-            "interference": why or "",
-            **scenario_fields(row.get("scenario") or "", record.get("scenario"))}
-
-
-def _runner(row: dict[str, Any]) -> str:
-    """python or native: part of the configuration, kept in the record's spec, not a column."""
-    return (json.loads(row["record_json"]).get("spec") or {}).get("runner", "python")
-
-
-def _result_row(row: dict[str, Any], result: Result) -> dict[str, Any]:
-    flat = {k: v for k, v in row.items() if k != "record_json"}
-    flat["runner"] = _runner(row)
-    shown = str(result.k) if result.k == result.k_total else f"{result.k} of {result.k_total}"
-    scenario = row.get("scenario") or ""
-    outcome = json.loads(row["record_json"]).get("scenario")
-    if result.status != "ok":
-        return {**flat, "status": result.status, "error": result.error, "processes": shown,
-                "ci_confidence": None, "ci_method": "", "interference": result.flag_reason,
-                **scenario_fields(scenario, outcome)}
-    combined = {
-        **flat, "status": "ok", "error": None, "processes": shown,
-        "throughput_sps": result.median_sps, "throughput_sps_ci_low": result.ci_low_sps,
-        "throughput_sps_ci_high": result.ci_high_sps, "rel_ci_halfwidth": result.rel_ci_halfwidth,
-        "precision_target_met": int(result.target_met), "ci_confidence": result.ci_confidence,
-        "ci_method": result.ci_method, "interference": result.flag_reason,
-        "batch_time_ms": 1000 * row["batch_size"] / result.median_sps,
-    }
-    if not scenario:
-        return {**combined, **scenario_fields("", None)}
-    # A scenario's combined rate is no timed-loop throughput (single-stream: 1000 / p90): it
-    # is shown as the figure, in the scenario's unit, and the throughput columns stay empty.
-    figures = scenario_fields(scenario, outcome, result.median_sps, result.ci_low_sps,
-                              result.ci_high_sps)
-    empty = ("throughput_sps", "throughput_sps_ci_low", "throughput_sps_ci_high", "batch_time_ms")
-    return {**combined, **dict.fromkeys(empty), **figures}
 
 
 def _process_columns(record: Record) -> dict[str, Any]:
