@@ -7,7 +7,7 @@ import json
 import os
 import sqlite3
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -99,10 +99,9 @@ class ResultStore:
         except sqlite3.Error as exc:
             raise UserError(f"cannot open {self.path}: {exc}") from exc
         self._conn.row_factory = sqlite3.Row
-        self._conn.create_function("xlabench_device", 1, _device_of_env_json,
-                                   deterministic=True)
+        self._depth = 0  # of nested `transaction`s: the outermost one commits
         if exists:
-            self._migrate()
+            migrate(self._conn)
         else:
             self._create()
 
@@ -116,13 +115,26 @@ class ResultStore:
         self.close()
 
     @contextmanager
+    def transaction(self) -> Iterator[ResultStore]:
+        """Writes in one transaction: all of them or none, and nobody writes in between (the
+        store's own writes inside it join it)."""
+        with self._transaction():
+            yield self
+
+    @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        if self._depth:  # inside an outer transaction: it commits or rolls back
+            yield self._conn
+            return
         self._conn.execute("BEGIN IMMEDIATE")
+        self._depth += 1
         try:
             yield self._conn
         except BaseException:
             self._conn.execute("ROLLBACK")
             raise
+        finally:
+            self._depth -= 1
         self._conn.execute("COMMIT")
 
     def _create(self) -> None:
@@ -134,19 +146,6 @@ class ResultStore:
                 [("application", APPLICATION), ("schema_version", str(SCHEMA_VERSION)),
                  ("created_at", utc_now()), ("db_id", _new_db_id())],
             )
-
-    def _migrate(self) -> None:
-        version = self.schema_version()
-        old_id = legacy_db_id(self._conn) if version < SCHEMA_VERSION else ""
-        while version < SCHEMA_VERSION:
-            with self._transaction() as conn:
-                for statement in MIGRATIONS[version]:
-                    conn.execute(statement)
-                version += 1
-                conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
-                             (str(version),))
-                conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('db_id', ?)",
-                             (old_id,))
 
     def db_id(self) -> str:
         """This database's id (meta `db_id`): what rows merged from it are marked with."""
@@ -329,6 +328,33 @@ class ResultStore:
             return []
         return sorted(e for e, m in machines.items() if m == machines[env_id])
 
+    def table_rows(self, table: str, names: Sequence[str], order: str = "rowid"
+                   ) -> list[dict[str, Any]]:
+        """Every row of a table (`select_rows`)."""
+        return select_rows(self._conn, table, names, order)
+
+    def insert_rows(self, table: str, names: Sequence[str], rows: Sequence[dict[str, Any]],
+                    replace: bool = False) -> None:
+        """Rows as they are (`names` their columns; `replace`: a row of the same key goes),
+        in one transaction: what `store.merge` copies from another database."""
+        if table not in COPIED_TABLES:
+            raise ValueError(f"rows are not copied into {table}")
+        verb = "INSERT OR REPLACE" if replace else "INSERT"
+        sql = (f"{verb} INTO {table} ({', '.join(names)}) "
+               f"VALUES ({', '.join('?' for _ in names)})")
+        with self._transaction() as conn:
+            conn.executemany(sql, [[row[name] for name in names] for row in rows])
+
+    def record_merge(self, source_db_id: str, source_path: Path, processes: int, results: int,
+                     summary: dict[str, Any]) -> None:
+        """A source merged in (table `merges`)."""
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO merges (source_db_id, source_path, merged_at, processes, results, "
+                "summary_json) VALUES (?, ?, ?, ?, ?, ?)",
+                (source_db_id, str(source_path.absolute()), utc_now(), processes, results,
+                 json.dumps(summary, sort_keys=True)))
+
     def count(self) -> int:
         return int(self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
 
@@ -377,6 +403,46 @@ class ResultStore:
                     (env_id, peak["dtype"], float(peak["gflops_s"]),
                      json.dumps(method, sort_keys=True), utc_now()),
                 )
+
+
+#: The tables `ResultStore.insert_rows` copies rows into.
+COPIED_TABLES = ("results", "combined_results", "device_peaks", "model_costs")
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Bring a database (a file's, or a read-only one's copy in memory) to SCHEMA_VERSION: the
+    one place the migrations are run."""
+    conn.create_function("xlabench_device", 1, _device_of_env_json, deterministic=True)
+    version = int(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'"
+                               ).fetchone()[0])
+    old_id = legacy_db_id(conn) if version < SCHEMA_VERSION else ""
+    while version < SCHEMA_VERSION:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in MIGRATIONS[version]:
+                conn.execute(statement)
+            version += 1
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                         (str(version),))
+            conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('db_id', ?)",
+                         (old_id,))
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+
+def select_rows(conn: sqlite3.Connection, table: str, names: Sequence[str],
+                order: str = "rowid") -> list[dict[str, Any]]:
+    """Every row of `table` with `names` as keys: columns the table (of an older schema) does
+    not have are None; [] if it has no such table."""
+    present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+    if not present:
+        return []
+    read = [n for n in names if n in present]
+    sql = f"SELECT {', '.join(read)} FROM {table} ORDER BY {order}"
+    return [{**dict.fromkeys(names), **dict(zip(read, tuple(row), strict=True))}
+            for row in conn.execute(sql)]
 
 
 def _new_db_id() -> str:

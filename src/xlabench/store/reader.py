@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +18,7 @@ from typing import Any
 
 from xlabench.core import UserError
 from xlabench.core.result import Result
-from xlabench.store.db import require_sqlite_header
+from xlabench.store.db import migrate, require_sqlite_header, select_rows
 from xlabench.store.schema import APPLICATION, SCHEMA_VERSION
 
 
@@ -57,9 +57,48 @@ class ProcessRow:
 class StoreReader:
     """An existing xlabench database, opened read-only (see the module docstring)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, connection: sqlite3.Connection | None = None) -> None:
         self.path = Path(path)
-        self._conn = _open_read_only(self.path)
+        self._conn = connection or _open_read_only(self.path)
+
+    def migrated_copy(self) -> StoreReader:
+        """This database as the current schema has it: a copy in memory (one snapshot, even
+        while a sweep writes to the file), migrated as `ResultStore` would migrate the file
+        (`store.db.migrate`), the file itself left as it is."""
+        copy = sqlite3.connect(":memory:", isolation_level=None)
+        try:
+            self._conn.backup(copy)
+            migrate(copy)
+        except BaseException:
+            copy.close()
+            raise
+        return StoreReader(self.path, copy)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[StoreReader]:
+        """Reads that see one state of the file, even while a sweep writes to it."""
+        self._conn.execute("BEGIN")
+        try:
+            yield self
+        finally:
+            self._conn.execute("ROLLBACK")
+
+    def meta(self) -> dict[str, str]:
+        return dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def quick_check(self) -> str:
+        """SQLite's quick check of the file: "ok", or the damage it found."""
+        (found,) = self._conn.execute("PRAGMA quick_check(1)").fetchone()
+        return str(found)
+
+    def columns(self, table: str) -> set[str]:
+        """The columns of `table` ({} if the database has no such table)."""
+        return {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}
+
+    def table_rows(self, table: str, names: Sequence[str], order: str = "rowid"
+                   ) -> list[dict[str, Any]]:
+        """Every row of a table (`store.db.select_rows`)."""
+        return select_rows(self._conn, table, names, order)
 
     def close(self) -> None:
         self._conn.close()
@@ -82,7 +121,7 @@ class StoreReader:
         """Every run label of processes or results ({} in a database from before labels)."""
         labels: set[str] = set()
         for table in ("combined_results", "results"):
-            if "label" in self._columns(table):
+            if "label" in self.columns(table):
                 labels |= {r[0] for r in self._conn.execute(
                     f"SELECT DISTINCT label FROM {table} WHERE label IS NOT NULL")}
         return labels
@@ -90,21 +129,21 @@ class StoreReader:
     def env_ids(self) -> set[str]:
         """Every environment id of processes or results."""
         envs = {r[0] for r in self._conn.execute("SELECT DISTINCT env_id FROM results")}
-        if self._columns("combined_results"):
+        if self.columns("combined_results"):
             envs |= {r[0] for r in self._conn.execute(
                 "SELECT DISTINCT env_id FROM combined_results")}
         return envs
 
     def result_ids(self) -> set[str]:
         """The ids of every stored combined result."""
-        if not self._columns("combined_results"):
+        if not self.columns("combined_results"):
             return set()
         return {r[0] for r in self._conn.execute("SELECT result_id FROM combined_results")}
 
     def stored_results(self, **filters: str) -> list[StoredResult]:
         """The combined results matching `filters` (columns: label, env_id), in the order
         they were last updated."""
-        if not self._columns("combined_results"):
+        if not self.columns("combined_results"):
             return []
         where, params = _where(filters)
         sql = ("SELECT result_id, spec_id, sweep_id, complete, result_json FROM combined_results "
@@ -116,7 +155,7 @@ class StoreReader:
     def process_rows(self, **filters: str) -> list[ProcessRow]:
         """The processes matching `filters` (columns: label, env_id), oldest first."""
         where, params = _where(filters)
-        result_id = "result_id" if "result_id" in self._columns("results") else "NULL"  # v1
+        result_id = "result_id" if "result_id" in self.columns("results") else "NULL"  # v1
         sql = (f"SELECT id, {result_id}, env_id, model, backend, mode, resolution, batch_size, "
                "precision, json_extract(record_json, '$.spec.runner'), "
                "json_extract(record_json, '$.spec.scenario'), "
@@ -139,9 +178,6 @@ class StoreReader:
                     env = {}
                 envs[env_id] = env if isinstance(env, dict) else {}
         return envs
-
-    def _columns(self, table: str) -> set[str]:
-        return {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}
 
 
 def _where(filters: Mapping[str, str]) -> tuple[str, list[str]]:
