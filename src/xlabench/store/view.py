@@ -11,7 +11,8 @@ of that process's own, and
         is a process whose result was never written; a row from before results had
         processes (or an imported one) is a complete result of one process;
     ci_confidence, ci_method, interference (why the result is flagged, "" if it is not);
-    runner (python or native), and `store.scenario_rows.SCENARIO_ROW_KEYS`.
+    runner (python or native), seed, duration_s (the latest process's), and
+    `store.scenario_rows.SCENARIO_ROW_KEYS`.
 
 "The latest result" of a configuration is its latest *complete* one (`latest_complete`): an
 incomplete result is listed but never the figure a configuration is shown or compared with.
@@ -77,10 +78,13 @@ def latest_complete(rows: Iterable[Row], key: Callable[[Row], Hashable],
 
 
 def _flat(row: dict[str, Any]) -> dict[str, Any]:
-    flat = {k: v for k, v in row.items() if k != "record_json"}
-    # python or native: part of the configuration, kept in the record's spec, not a column
-    flat["runner"] = (json.loads(row["record_json"]).get("spec") or {}).get("runner", "python")
-    return flat
+    """The latest process's columns, and what of its record is no column: the runner (python
+    or native: part of the configuration), the seed, how long the process ran."""
+    record = json.loads(row["record_json"])
+    spec = record.get("spec") or {}
+    return {**{k: v for k, v in row.items() if k != "record_json"},
+            "runner": spec.get("runner", "python"), "seed": spec.get("seed"),
+            "duration_s": record.get("duration_s")}
 
 
 def _one_process_row(row: dict[str, Any], complete: bool) -> dict[str, Any]:
