@@ -106,8 +106,7 @@ def _result_row(processes: pd.DataFrame) -> pd.Series:
 
 
 def _with_figure(row: pd.Series, processes: pd.DataFrame, figure: Result) -> pd.Series:
-    flagged = processes["interference_flagged"].fillna(0).astype(bool)
-    used = processes[~flagged] if (~flagged).any() else processes
+    used = _used(processes, figure)
     row["throughput_sps"] = figure.median_sps
     row["throughput_sps_ci_low"], row["throughput_sps_ci_high"] = (figure.ci_low_sps,
                                                                    figure.ci_high_sps)
@@ -129,6 +128,16 @@ def _with_figure(row: pd.Series, processes: pd.DataFrame, figure: Result) -> pd.
     row["flagged"], row["flag_reason"] = figure.flagged, figure.flag_reason
     row["provenance"] = _provenance(row)
     return row
+
+
+def _used(processes: pd.DataFrame, figure: Result) -> pd.DataFrame:
+    """The (successful) processes the stored figure combined: combine's decision, stored with
+    it (`Result.process_indices`). A result stored before that was kept combined the clean
+    ones, or every one when all were flagged."""
+    if figure.process_indices:
+        return processes[processes["process_index"].isin(figure.process_indices)]
+    flagged = processes["interference_flagged"].fillna(0).astype(bool)
+    return processes[~flagged] if (~flagged).any() else processes
 
 
 def _one_process(row: pd.Series) -> pd.Series:

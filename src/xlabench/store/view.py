@@ -6,6 +6,9 @@ latest process's columns with the figure stored for the result (`combined_result
 of that process's own, and
 
     processes, processes_total, processes_flagged: the result's k, k_total and k_flagged;
+    processes_used: which processes its figure combined (their indices in the result, as
+        combine decided; () where not stored: a result stored before they were kept, a row
+        from before results had processes);
     complete: whether the result has every process it was scheduled for (the sweep's stored
         decision, `combined_results.complete`). A killed sweep's result is incomplete, and so
         is a process whose result was never written; a row from before results had
@@ -95,6 +98,7 @@ def _one_process_row(row: dict[str, Any], complete: bool) -> dict[str, Any]:
     why = interference_reason(Record.from_dict(record).interference) if row["result_id"] else None
     return {**_flat(row), "processes": 1, "processes_total": 1,
             "processes_flagged": int(why is not None), "complete": complete,
+            "processes_used": (row["process_index"],) if row["result_id"] else (),
             "ci_confidence": throughput.get("ci_confidence"), "ci_method": ONE_PROCESS_METHOD,
             "interference": why or "",
             **scenario_fields(row.get("scenario") or "", record.get("scenario"))}
@@ -102,7 +106,8 @@ def _one_process_row(row: dict[str, Any], complete: bool) -> dict[str, Any]:
 
 def _result_row(row: dict[str, Any], result: Result, complete: bool) -> dict[str, Any]:
     counts = {"processes": result.k, "processes_total": result.k_total,
-              "processes_flagged": result.k_flagged, "complete": complete}
+              "processes_flagged": result.k_flagged, "complete": complete,
+              "processes_used": result.process_indices}
     scenario = row.get("scenario") or ""
     outcome = json.loads(row["record_json"]).get("scenario")
     if result.status != "ok":
