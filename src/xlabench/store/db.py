@@ -47,12 +47,7 @@ def check_db_file(path: Path) -> bool:
         raise UserError(f"{path} is a directory, not a database file")
     if not path.exists() or path.stat().st_size == 0:
         return False
-    require_sqlite_header(path)
-    version = _read_version(path)
-    if version > SCHEMA_VERSION:
-        raise UserError(
-            f"{path} was written by a newer xlabench (schema {version} > {SCHEMA_VERSION})"
-        )
+    open_read_only(path).close()
     return True
 
 
@@ -69,19 +64,33 @@ def require_sqlite_header(path: Path) -> None:
         raise UserError(f"{path} is not an xlabench database (not an SQLite file); left untouched")
 
 
-def _read_version(path: Path) -> int:
-    """Schema version from the meta table, reading the file read-only."""
+def open_read_only(path: Path) -> sqlite3.Connection:
+    """An existing xlabench database of a schema this xlabench reads, opened so that nothing
+    on disk changes: not created, not migrated, no journal or shared-memory file left behind
+    (a database whose write-ahead log exists, a writer's or a crashed one's, is read through
+    it). The one place a database is opened and its schema checked; anything else is refused
+    in one line, untouched."""
+    require_sqlite_header(path)
+    wal = path.with_name(path.name + "-wal")
+    uri = path.resolve().as_uri() + ("?mode=ro" if wal.exists() else "?mode=ro&immutable=1")
+    conn = None
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        finally:
+        conn = sqlite3.connect(uri, uri=True, timeout=30.0)
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        meta = (dict(conn.execute("SELECT key, value FROM meta").fetchall())
+                if "meta" in tables else {})
+    except sqlite3.Error as exc:
+        if conn is not None:
             conn.close()
-    except sqlite3.DatabaseError as exc:
         raise UserError(f"{path} is not an xlabench database ({exc}); left untouched") from exc
-    if rows.get("application") != APPLICATION or "schema_version" not in rows:
+    if meta.get("application") != APPLICATION or "schema_version" not in meta:
+        conn.close()
         raise UserError(f"{path} is an SQLite file but not an xlabench database; left untouched")
-    return int(rows["schema_version"])
+    if int(meta["schema_version"]) > SCHEMA_VERSION:
+        conn.close()
+        raise UserError(f"{path} was written by a newer xlabench (schema "
+                        f"{meta['schema_version']} > {SCHEMA_VERSION})")
+    return conn
 
 
 class ResultStore:

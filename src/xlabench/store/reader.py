@@ -1,9 +1,9 @@
 """An existing xlabench database read without changing it: `StoreReader`.
 
-Opened so that nothing on disk changes: not created, not migrated, no journal or shared-memory
-file left behind (a database whose write-ahead log exists, a writer's or a crashed one's, is
-read through it). A database of any schema this xlabench knows is read as it is: a column an
-older schema lacks reads as NULL. `compare` reads its sides through it; the SQL stays here.
+Opened by `store.db.open_read_only` (nothing on disk changes; the schema is checked there). A
+database of any schema this xlabench knows is read as it is, a column an older schema lacks
+reading as NULL, or as a copy migrated in memory (`StoreReader.migrated_copy`). `compare` and
+`merge` read through it; the SQL stays here.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from typing import Any
 
 from xlabench.core import UserError
 from xlabench.core.result import Result
-from xlabench.store.db import migrate, require_sqlite_header, select_rows
-from xlabench.store.schema import APPLICATION, SCHEMA_VERSION
+from xlabench.store.db import migrate, open_read_only, select_rows
 
 
 @dataclass(frozen=True)
@@ -188,28 +187,6 @@ def _where(filters: Mapping[str, str]) -> tuple[str, list[str]]:
 
 
 def _open_read_only(path: Path) -> sqlite3.Connection:
-    """The connection of `StoreReader`; refuse (one line) what is not an xlabench database
-    this xlabench can read."""
     if not path.exists():
         raise UserError(f"no database at {path}")
-    require_sqlite_header(path)
-    wal = path.with_name(path.name + "-wal")
-    uri = path.resolve().as_uri() + ("?mode=ro" if wal.exists() else "?mode=ro&immutable=1")
-    conn = None
-    try:
-        conn = sqlite3.connect(uri, uri=True, timeout=30.0)
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-        meta = (dict(conn.execute("SELECT key, value FROM meta").fetchall())
-                if "meta" in tables else {})
-    except sqlite3.Error as exc:
-        if conn is not None:
-            conn.close()
-        raise UserError(f"{path} is not a readable xlabench database ({exc})") from exc
-    if meta.get("application") != APPLICATION or "schema_version" not in meta:
-        conn.close()
-        raise UserError(f"{path} is an SQLite file but not an xlabench database")
-    if int(meta["schema_version"]) > SCHEMA_VERSION:
-        conn.close()
-        raise UserError(f"{path} was written by a newer xlabench (schema "
-                        f"{meta['schema_version']} > {SCHEMA_VERSION})")
-    return conn
+    return open_read_only(path)
