@@ -4,6 +4,7 @@ processes."""
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 import pandas as pd
@@ -37,12 +38,10 @@ def latest_per_config(results: pd.DataFrame) -> pd.DataFrame:
         return combined
     keys = combined[list(CONFIG_KEYS)].astype(object)
     keys = keys.where(keys.notna(), None)  # NaN is no key: it equals nothing, itself included
-    latest = latest_complete(
-        zip(combined.index, keys.itertuples(index=False, name=None), combined["complete"],
-            strict=True),
-        key=lambda row: row[1], complete=lambda row: bool(row[2]))
-    chosen = sorted(index for index, _, _ in latest.values())
-    return combined.loc[chosen].reset_index(drop=True)
+    rows = zip(combined.index, keys.itertuples(index=False, name=None), combined["complete"],
+               strict=True)  # (index, configuration, complete), oldest first
+    latest = latest_complete(rows, key=itemgetter(1), complete=itemgetter(2))
+    return combined.loc[sorted(index for index, _, _ in latest.values())].reset_index(drop=True)
 
 
 def every_result(results: pd.DataFrame) -> pd.DataFrame:
