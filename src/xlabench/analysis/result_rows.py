@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from xlabench.core.result import ONE_PROCESS_METHOD, Result
-from xlabench.store.view import batch_time_ms, latest_complete
+from xlabench.store.view import figure_columns, latest_complete
 
 #: What identifies one configuration. Rows from different sources (each imported file, or
 #: local runs) never replace each other; the latest successful local run of a config wins.
@@ -106,23 +106,17 @@ def _result_row(processes: pd.DataFrame) -> pd.Series:
 
 def _with_figure(row: pd.Series, processes: pd.DataFrame, figure: Result) -> pd.Series:
     used = _used(processes, figure)
-    row["throughput_sps"] = figure.median_sps
-    row["throughput_sps_ci_low"], row["throughput_sps_ci_high"] = (figure.ci_low_sps,
-                                                                   figure.ci_high_sps)
+    for column, value in figure_columns(figure, row["batch_size"]).items():
+        row[column] = value
     row["run_ci_low"] = figure.run_ci_low_sps if figure.run_ci_low_sps is not None \
         else figure.ci_low_sps
     row["run_ci_high"] = figure.run_ci_high_sps if figure.run_ci_high_sps is not None \
         else figure.ci_high_sps
-    row["rel_ci_halfwidth"] = figure.rel_ci_halfwidth
-    row["ci_confidence"], row["ci_method"] = figure.ci_confidence, figure.ci_method
-    row["batch_time_ms"] = batch_time_ms(row["batch_size"], figure.median_sps)
     row["drift_rel_sd"] = figure.drift_rel_sd
     row["n_samples"] = used["n_samples"].sum()
     row["sample_sps"] = [s for samples in used["sample_sps"] for s in samples]
     row["process_sps"] = list(figure.process_medians_sps)
     row["process_rounds"] = [f"{row['sweep_id']}:{r}" for r in figure.process_rounds]
-    row["processes"], row["processes_total"] = figure.k, figure.k_total
-    row["processes_flagged"] = figure.k_flagged
     row["between_processes"] = figure.between_processes
     row["flagged"], row["flag_reason"] = figure.flagged, figure.flag_reason
     row["provenance"] = _provenance(row)

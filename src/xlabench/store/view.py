@@ -42,6 +42,20 @@ def batch_time_ms(batch_size: float, throughput_sps: float) -> float:
     return 1000 * batch_size / throughput_sps
 
 
+def figure_columns(result: Result, batch_size: int) -> dict[str, Any]:
+    """A stored figure as a row's columns, in place of its latest process's own: the one
+    construction of them (this view's rows, the report's `analysis.result_rows`)."""
+    return {
+        "throughput_sps": result.median_sps, "throughput_sps_ci_low": result.ci_low_sps,
+        "throughput_sps_ci_high": result.ci_high_sps, "rel_ci_halfwidth": result.rel_ci_halfwidth,
+        "ci_confidence": result.ci_confidence, "ci_method": result.ci_method,
+        "batch_time_ms": (None if not result.median_sps
+                          else batch_time_ms(batch_size, result.median_sps)),
+        "processes": result.k, "processes_total": result.k_total,
+        "processes_flagged": result.k_flagged,
+    }
+
+
 def result_view(processes: Sequence[dict[str, Any]],
                 stored: Mapping[str, tuple[Result, bool]]) -> list[dict[str, Any]]:
     """One row per result, oldest first (by its latest process), from process rows with
@@ -116,11 +130,8 @@ def _result_row(row: dict[str, Any], result: Result, complete: bool) -> dict[str
                 **scenario_fields(scenario, outcome)}
     combined = {
         **_flat(row), **counts, "status": "ok", "error": None,
-        "throughput_sps": result.median_sps, "throughput_sps_ci_low": result.ci_low_sps,
-        "throughput_sps_ci_high": result.ci_high_sps, "rel_ci_halfwidth": result.rel_ci_halfwidth,
-        "precision_target_met": int(result.target_met), "ci_confidence": result.ci_confidence,
-        "ci_method": result.ci_method, "interference": result.flag_reason,
-        "batch_time_ms": batch_time_ms(row["batch_size"], result.median_sps),
+        **figure_columns(result, row["batch_size"]),
+        "precision_target_met": int(result.target_met), "interference": result.flag_reason,
     }
     if not scenario:
         return {**combined, **scenario_fields("", None)}
