@@ -124,18 +124,16 @@ def test_the_export_shows_each_result_as_stored(db: Path) -> None:
 
 
 def test_the_trackers_log_the_stored_figure(db: Path, tmp_path: Path) -> None:
-    from xlabench.sweep.schedule import ResultProcesses
+    from xlabench.sweep.trackers import run_metrics
 
     with ResultStore(db) as store:
         for result in store.combined(status="ok"):
-            records = store.processes(result.result_id)
-            tracker = ResultProcesses(records[0].spec, result.result_id, ResultPolicy())
-            tracker.records.extend(records)
-            stand_in = tracker.summary_record(result)
-            assert stand_in is not None and stand_in.throughput is not None
-            logged = (stand_in.throughput.median_sps, stand_in.throughput.ci_low_sps,
-                      stand_in.throughput.ci_high_sps)
-            assert logged == (result.median_sps, result.ci_low_sps, result.ci_high_sps)
+            (row,) = store.result_rows(result_id=result.result_id)  # what a sweep logs
+            metrics = run_metrics(row)
+            logged = (metrics["throughput_sps"], metrics["throughput_ci_low_sps"],
+                      metrics["throughput_ci_high_sps"], metrics["processes"])
+            assert logged == (result.median_sps, result.ci_low_sps, result.ci_high_sps,
+                              result.k)
 
 
 def test_compare_shows_each_result_as_stored(db: Path, tmp_path: Path) -> None:

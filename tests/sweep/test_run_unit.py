@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.sweep.conftest import ScriptedExecutor
-from xlabench.core import Record, Spec, Status
+from xlabench.core import Spec, Status
 from xlabench.runner import Placement, ensure_costs
 from xlabench.store import ResultStore
 from xlabench.sweep import Sweep, build_config, format_plan, format_summary, run_sweep
@@ -199,7 +199,7 @@ def test_tracker_failure_is_one_warning(tmp_path: Path, record_factory) -> None:
     class Broken:
         name = "broken"
 
-        def log(self, record: Record) -> None:
+        def log(self, row: dict) -> None:
             raise ConnectionError("server said no\nmore detail")
 
         def close(self) -> None:
@@ -207,10 +207,13 @@ def test_tracker_failure_is_one_warning(tmp_path: Path, record_factory) -> None:
 
     warnings: list[str] = []
     trackers = Trackers([Broken()], warnings.append)
+    with ResultStore(tmp_path / "r.db") as store:
+        store.save(record_factory())
+        (row,) = store.result_rows()
     for _ in range(3):
-        trackers.log(record_factory())
+        trackers.log(row)
     assert trackers.failures == {"broken": 3}
-    assert warnings == ["broken could not log resnet50_v1@224 b4 tensorflow/xla fp32: "
+    assert warnings == ["broken could not log resnet50_v1@xla-True@res-224@device-a100: "
                         "ConnectionError: server said no (the sweep goes on; failures are "
                         "counted)"]
 
@@ -224,12 +227,15 @@ def test_tracker_that_cannot_start_is_a_warning(tmp_path: Path, record_factory) 
     assert len(warnings) == 1 and warnings[0].startswith("mlflow logging is off:")
 
 
-def test_run_name_and_metrics(record_factory) -> None:
+def test_run_name_and_metrics(record_factory, tmp_path: Path) -> None:
     record = record_factory(model="resnet50_v1", mode="xla", accelerator="a100")
-    assert run_name(record) == "resnet50_v1@xla-True@res-224@device-a100"
     eager = record_factory(mode="eager", accelerator="cpu", resolution=64)
-    assert run_name(eager) == "resnet50_v1@xla-False@res-64@device-cpu"
-    metrics = run_metrics(record)
+    with ResultStore(tmp_path / "r.db") as store:  # a tracker logs the store's result row
+        store.save_many([record, eager])
+        row, eager_row = store.result_rows()
+    assert run_name(row) == "resnet50_v1@xla-True@res-224@device-a100"
+    assert run_name(eager_row) == "resnet50_v1@xla-False@res-64@device-cpu"
+    metrics = run_metrics(row)
     assert metrics["throughput_sps"] == 100.0 and metrics["gmacs_per_image"] == 4.1
     assert {"throughput_ci_low_sps", "latency_ms_p50", "compile_s", "params"} <= set(metrics)
 

@@ -335,7 +335,7 @@ def _bad_inputs(folder: Path) -> list[tuple[list[str], str]]:
          "unknown label 'aftr' in " + db + "; labels there: after, before"),
         ([db, "--baseline-env", "e1", "--env", "nope"], "unknown environment 'nope'"),
         ([db, other], "no configuration in common"),
-        ([db, str(folder / "corrupt.db")], "not a readable xlabench database"),
+        ([db, str(folder / "corrupt.db")], "corrupt.db is not an xlabench database (database disk"),
         ([db, str(folder / "notes.db")], "not an xlabench database"),
         ([db, str(folder / "foreign.db")], "not an xlabench database"),
         ([db, str(folder / "missing.db")], "no database at"),

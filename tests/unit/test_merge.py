@@ -129,7 +129,7 @@ def test_merge_copies_every_row_and_says_where_it_came_from(
     with ResultStore(into) as store:
         assert store.db_id() not in (id_a, id_b)
         rows = store.result_rows()
-        assert len(rows) == 4 and {r["processes"] for r in rows} == {"3"}
+        assert len(rows) == 4 and {r["processes"] for r in rows} == {3}
         assert {r["device"] for r in rows} == {DEVICES["epyc"], DEVICES["xeon"]}
         assert set(store.all_peaks()) == {"env-epyc", "env-xeon"}
         assert store.get_costs("vgg16", 224)["macs_per_image"] == COSTS["macs_per_image"]
@@ -229,7 +229,7 @@ def test_one_sweep_on_two_machines_of_one_type_keeps_both_results(tmp_path: Path
     assert (second.processes, second.results, second.results_renamed) == (6, 2, 2)
     with ResultStore(into) as store:
         rows = store.result_rows()
-        assert len(rows) == 4 and {r["processes"] for r in rows} == {"3"}
+        assert len(rows) == 4 and {r["processes"] for r in rows} == {3}
         renamed = {r.result_id for r in store.combined(origin_db=id_b)}
         assert len(renamed) == 2 and not renamed & {f"r-sweep-{m}" for m in MODELS}
         for result_id in renamed:
@@ -255,7 +255,7 @@ def test_a_renamed_result_is_recognised_through_another_database(tmp_path: Path)
             f"r-sweep-{m}" for m in MODELS}
         assert {r.result_id for r in store.combined(origin_db=id_b)} == {
             f"r-sweep-{m}@{id_b[-8:]}" for m in MODELS}
-        assert {r["processes"] for r in store.result_rows()} == {"3"}
+        assert {r["processes"] for r in store.result_rows()} == {3}
     # a renamed result whose plain id is free gets it back: B without its own results
     only_a = tmp_path / "only_a.db"
     shutil.copy(b, only_a)
@@ -269,7 +269,7 @@ def test_a_renamed_result_is_recognised_through_another_database(tmp_path: Path)
     with ResultStore(other) as store:
         assert {r.result_id for r in store.combined(origin_db=id_a)} == {
             f"r-sweep-{m}" for m in MODELS}
-        assert {r["processes"] for r in store.result_rows()} == {"3"}
+        assert {r["processes"] for r in store.result_rows()} == {3}
 
 
 def test_a_newer_copy_of_a_result_replaces_the_merged_one(tmp_path: Path) -> None:
@@ -370,7 +370,7 @@ def test_a_schema_1_source_is_read_as_it_is(tmp_path: Path, record_factory) -> N
     assert (summary.processes, summary.results, summary.schema_version) == (1, 0, 1)
     with ResultStore(into) as store:
         (row,) = store.result_rows()
-        assert row["device"] == "a100" and row["processes"] == "1"
+        assert row["device"] == "a100" and row["processes"] == 1
         assert row["origin_db"] == summary.db_id and row["sweep_id"] == "old-sweep"
 
 

@@ -183,7 +183,8 @@ def test_a_schema_1_database_loads_as_results_of_one_process(
         (record,) = store.records()
         assert record.interference is None and record.process.result_id == ""
         (row,) = store.result_rows()
-        assert row["processes"] == "1" and row["throughput_sps"] == old["throughput_sps"]
+        assert row["processes"] == 1 and row["complete"]
+        assert row["throughput_sps"] == old["throughput_sps"]
         assert row["ci_method"].startswith("one process")
         assert store.completed_spec_ids(["e1"]) == {old["spec_id"]}  # kept, not re-run
         store.save(record_factory(throughput=50.0))  # v2 rows go beside the old one
@@ -206,7 +207,9 @@ def test_results_csv_has_one_row_per_result(tmp_path: Path, record_factory) -> N
         store.save_result(combine.combine(processes, "r1", ResultPolicy()), ResultPolicy(), True)
         rows = list(csv.DictReader(io.StringIO(results_csv(store.result_rows()))))
         study = list(csv.DictReader(io.StringIO(study_csv(store.result_rows()))))
-    assert len(rows) == 1 and rows[0]["processes"] == "3" and rows[0]["ci_confidence"] == "0.95"
+    assert len(rows) == 1 and rows[0]["processes"] == "3"
+    assert rows[0]["processes_total"] == "3" and rows[0]["complete"] == "True"
+    assert rows[0]["ci_confidence"] == "0.95"
     assert float(rows[0]["throughput_sps"]) == pytest.approx((100 * 104 * 98) ** (1 / 3))
     assert len(study) == 1  # the study's CSV: one row per result, not per process
 

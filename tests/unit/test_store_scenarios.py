@@ -102,7 +102,7 @@ def test_result_rows_show_the_figure_in_its_unit(db: tuple[Path, dict[str, Resul
     assert single["figure_ci_low"] < single["figure"] < single["figure_ci_high"]
     assert single["unit"] == "ms" and single["throughput_sps"] is None
     assert single["loadgen_valid"] is True and single["shortfall"] == SHORTFALL
-    assert single["latency_bound_ms"] is None and single["processes"] == "3"
+    assert single["latency_bound_ms"] is None and single["processes"] == 3
     server = rows["server"]
     assert server["unit"] == "queries/s" and server["latency_bound_ms"] == 50.0
     assert server["figure"] == pytest.approx(31.0, rel=0.01) and server["loadgen_valid"] is True

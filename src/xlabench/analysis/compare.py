@@ -33,9 +33,7 @@ Databases are opened read-only and never created, migrated or written.
 
 from __future__ import annotations
 
-import json
 import math
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -59,9 +57,9 @@ from xlabench.measure.sequential import (
     SequentialDesign,
     decide,
 )
-from xlabench.store.db import require_sqlite_header
+from xlabench.store.reader import ProcessRow, StoreReader
 from xlabench.store.scenario_rows import figure_interval
-from xlabench.store.schema import APPLICATION, SCHEMA_VERSION
+from xlabench.store.view import latest_complete
 
 #: A ratio counts as a change only beyond ±5%: below that, re-runs of the same software on a
 #: quiet machine differ by about as much (docs/measurements.md), so "same" means "within 5%".
@@ -121,39 +119,6 @@ class SideResults:
     incomplete_skipped: int  # configurations with only incomplete results (a killed sweep)
 
 
-def open_read_only(path: Path) -> sqlite3.Connection:
-    """An existing xlabench database, opened so that nothing on disk changes: not created,
-    not migrated, no journal or shared-memory file left behind (a database whose write-ahead
-    log exists, a writer's or a crashed one's, is read through it)."""
-    if not path.exists():
-        raise UserError(f"no database at {path}")
-    require_sqlite_header(path)
-    wal = path.with_name(path.name + "-wal")
-    uri = path.resolve().as_uri() + ("?mode=ro" if wal.exists() else "?mode=ro&immutable=1")
-    conn = None
-    try:
-        conn = sqlite3.connect(uri, uri=True, timeout=30.0)
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-        meta = (dict(conn.execute("SELECT key, value FROM meta").fetchall())
-                if "meta" in tables else {})
-    except sqlite3.Error as exc:
-        if conn is not None:
-            conn.close()
-        raise UserError(f"{path} is not a readable xlabench database ({exc})") from exc
-    if meta.get("application") != APPLICATION or "schema_version" not in meta:
-        conn.close()
-        raise UserError(f"{path} is an SQLite file but not an xlabench database")
-    if int(meta["schema_version"]) > SCHEMA_VERSION:
-        conn.close()
-        raise UserError(f"{path} was written by a newer xlabench (schema "
-                        f"{meta['schema_version']} > {SCHEMA_VERSION})")
-    return conn
-
-
-def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-
-
 def read_side(side: Side) -> SideResults:
     """The latest complete combined result per spec id matching `side`, read-only.
 
@@ -161,85 +126,58 @@ def read_side(side: Side) -> SideResults:
         UserError: a missing, foreign, newer or corrupt database; a label or environment the
             database does not have.
     """
-    conn = open_read_only(side.db)
-    try:
-        return _read_side(conn, side)
-    except sqlite3.Error as exc:
-        raise UserError(f"{side.db} is not a readable xlabench database ({exc})") from exc
-    finally:
-        conn.close()
+    with StoreReader(side.db) as store, store.reading():
+        return _read_side(store, side)
 
 
-def _read_side(conn: sqlite3.Connection, side: Side) -> SideResults:
-    process_columns = _columns(conn, "results")
-    combined_columns = _columns(conn, "combined_results")
-    labelled = "label" in process_columns and "label" in combined_columns
+def _read_side(store: StoreReader, side: Side) -> SideResults:
     filters: dict[str, str] = {}
     if side.label is not None:
-        filters["label"] = _known_label(conn, side, labelled)
+        filters["label"] = _known_label(store, side)
     if side.env is not None:
-        filters["env_id"] = _known_env(conn, side, bool(combined_columns))
-    where = "".join(f" AND {column} = ?" for column in filters)
-    params = list(filters.values())
+        filters["env_id"] = _known_env(store, side)
 
-    latest: dict[str, tuple[str, str | None, Result]] = {}
-    incomplete: set[str] = set()
-    combined_ids: set[str] = set()
-    if combined_columns:
-        combined_ids = {r[0] for r in conn.execute("SELECT result_id FROM combined_results")}
-        sql = ("SELECT result_id, spec_id, sweep_id, complete, result_json FROM combined_results "
-               f"WHERE 1 = 1{where} ORDER BY updated_at, rowid")
-        for result_id, spec_id, sweep_id, complete, text in conn.execute(sql, params):
-            if complete:
-                latest[spec_id] = (result_id, sweep_id, Result.from_json(text))
-            else:
-                incomplete.add(spec_id)
-    incomplete -= set(latest)
+    stored = store.stored_results(**filters)
+    latest = latest_complete(stored, key=lambda found: found.spec_id,
+                             complete=lambda found: found.complete)
+    incomplete = {found.spec_id for found in stored} - set(latest)
 
+    combined_ids = store.result_ids()
     legacy = set()
-    processes: dict[str, list[tuple[Any, ...]]] = {}
-    wanted = {result_id for result_id, _, _ in latest.values()}
-    result_id_column = "result_id" if "result_id" in process_columns else "NULL"  # v1: none
-    # the scenario from the record's spec: a database of any schema has it there
-    sql = (f"SELECT id, {result_id_column}, env_id, model, backend, mode, resolution, batch_size, "
-           "precision, json_extract(record_json, '$.spec.runner'), "
-           "json_extract(record_json, '$.spec.scenario'), "
-           "json_extract(record_json, '$.spec.scenario_settings.latency_bound_ms'), created_at, "
-           "json_extract(record_json, '$.duration_s') FROM results "
-           f"WHERE 1 = 1{where}")
-    for row in conn.execute(sql, params):
-        row_id, result_id = row[0], row[1]
-        if result_id is None or result_id not in combined_ids:
-            legacy.add(result_id or f"row {row_id}")
-        elif result_id in wanted:
-            processes.setdefault(result_id, []).append(row)
+    processes: dict[str, list[ProcessRow]] = {}
+    wanted = {found.result_id for found in latest.values()}
+    for row in store.process_rows(**filters):
+        if row.result_id is None or row.result_id not in combined_ids:
+            legacy.add(row.result_id or f"row {row.row_id}")
+        elif row.result_id in wanted:
+            processes.setdefault(row.result_id, []).append(row)
 
     chosen: dict[str, Chosen] = {}
     env_ids: set[str] = set()
-    for spec_id, (result_id, sweep_id, result) in latest.items():
-        rows = processes.get(result_id, [])
-        env_ids.update(r[2] for r in rows)
-        first = rows[0] if rows else None
-        spec = {key: (first[3 + i] if first else None) for i, key in enumerate(SPEC_KEYS)}
-        if first is not None and spec["runner"] is None:
-            spec["runner"] = "python"
-        if first is not None:
-            spec["scenario"] = spec["scenario"] or ""
-        if spec["scenario"] != Scenario.SERVER:  # the bound means something to Server only
-            spec["latency_bound_ms"] = None
-        chosen[spec_id] = Chosen(result, sweep_id, spec, _span(rows),
-                                 tuple(sorted({r[2] for r in rows})) or (result.env_id,))
+    for spec_id, found in latest.items():
+        rows = processes.get(found.result_id, [])
+        env_ids.update(r.env_id for r in rows)
+        chosen[spec_id] = Chosen(found.result, found.sweep_id, _spec(rows[0] if rows else None),
+                                 _span(rows),
+                                 tuple(sorted({r.env_id for r in rows})) or (found.result.env_id,))
     resolved = Side(side.db, side.label, filters.get("env_id"))  # a prefix: the whole id
-    return SideResults(resolved, chosen, _environments(conn, env_ids), len(legacy),
+    return SideResults(resolved, chosen, store.environments(env_ids), len(legacy),
                        len(incomplete))
 
 
-def _known_label(conn: sqlite3.Connection, side: Side, labelled: bool) -> str:
-    labels: set[str] = set()
-    if labelled:
-        for table in ("combined_results", "results"):
-            labels |= {r[0] for r in conn.execute(
-                f"SELECT DISTINCT label FROM {table} WHERE label IS NOT NULL")}
+def _spec(first: ProcessRow | None) -> dict[str, Any]:
+    """SPEC_KEYS of a result, from its first process (all None when none is stored)."""
+    spec = {key: (getattr(first, key) if first else None) for key in SPEC_KEYS}
+    if first is not None:
+        spec["runner"] = spec["runner"] or "python"
+        spec["scenario"] = spec["scenario"] or ""
+    if spec["scenario"] != Scenario.SERVER:  # the bound means something to Server only
+        spec["latency_bound_ms"] = None
+    return spec
+
+
+def _known_label(store: StoreReader, side: Side) -> str:
+    labels = store.labels()
     if side.label not in labels:
         there = (f"labels there: {', '.join(sorted(labels))}" if labels else
                  "it has no labelled runs (label them with `run --label` or `sweep --label`)")
@@ -247,11 +185,9 @@ def _known_label(conn: sqlite3.Connection, side: Side, labelled: bool) -> str:
     return str(side.label)
 
 
-def _known_env(conn: sqlite3.Connection, side: Side, has_combined: bool) -> str:
+def _known_env(store: StoreReader, side: Side) -> str:
     """The environment id given, or the one stored id it is a prefix of."""
-    envs: set[str] = {r[0] for r in conn.execute("SELECT DISTINCT env_id FROM results")}
-    if has_combined:
-        envs |= {r[0] for r in conn.execute("SELECT DISTINCT env_id FROM combined_results")}
+    envs = store.env_ids()
     wanted = str(side.env)
     if wanted in envs:
         return wanted
@@ -265,38 +201,22 @@ def _known_env(conn: sqlite3.Connection, side: Side, has_combined: bool) -> str:
     raise UserError(f"unknown environment {wanted!r} in {side.db}; {there}")
 
 
-def _span(rows: Sequence[tuple[Any, ...]]) -> tuple[datetime, datetime] | None:
+def _span(rows: Sequence[ProcessRow]) -> tuple[datetime, datetime] | None:
     """When a result's processes ran: first start to last end (None when unknown)."""
     starts, ends = [], []
     for row in rows:
         try:
-            start = datetime.fromisoformat(str(row[12]))
+            start = datetime.fromisoformat(str(row.created_at))
         except ValueError:
             continue
         starts.append(start)
-        ends.append(start + timedelta(seconds=float(row[13] or 0.0)))
+        ends.append(start + timedelta(seconds=float(row.duration_s or 0.0)))
     if not starts:
         return None
     try:
         return min(starts), max(ends)
     except TypeError:  # naive and aware timestamps mixed: no order between them
         return None
-
-
-def _environments(conn: sqlite3.Connection, env_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The stored environment of each id (its first process's)."""
-    envs: dict[str, dict[str, Any]] = {}
-    sql = ("SELECT env_id, json_extract(record_json, '$.env') FROM results "
-           "WHERE id IN (SELECT MIN(id) FROM results GROUP BY env_id)")
-    wanted = set(env_ids)
-    for env_id, text in conn.execute(sql):
-        if env_id in wanted:
-            try:
-                env = json.loads(text or "{}")
-            except ValueError:
-                env = {}
-            envs[env_id] = env if isinstance(env, dict) else {}
-    return envs
 
 
 # ---------------------------------------------------------------------------- comparison

@@ -6,6 +6,9 @@ Derived columns (beside every flat column of `results` and its `id`):
         ``AMD EPYC (Zen 4) ×2``): the report's per-device findings group by it.
     figure: the Result the run's result was stored with (`combined_results`), None where
         none was: the one figure of a result that every reader shows (`result_rows.every_result`).
+    complete: whether the run's result is complete (`store.view`: the sweep's stored decision;
+        a row from before results had processes, or an imported one, is): an incomplete one
+        is never a configuration's latest (`result_rows.latest_per_config`).
     origin: ``local`` (measured by xlabench) or ``published`` (imported from a CSV).
     provenance: a short text for tables, e.g. ``published (study.csv; unsynced, no CI)``.
     gmacs_per_image / gflops_per_image / params_m: costs in the units tables show.
@@ -43,6 +46,7 @@ from xlabench.core.result import Result, machine_id, software_id
 from xlabench.measure.summarize import per_sample_sps
 from xlabench.store import ResultStore
 from xlabench.store.schema import RESULT_COLUMNS
+from xlabench.store.view import is_complete
 
 #: The dimensions the report filters on.
 FILTER_COLUMNS = ("device", "resolution", "backend", "mode", "precision")
@@ -71,22 +75,25 @@ def load_results(db_path: str | os.PathLike[str]) -> pd.DataFrame:
     with ResultStore(db_path) as store:
         rows = store.rows_with_records()
         peaks = store.all_peaks()
-        figures = {result.result_id: result for result in store.combined()}
-    return results_frame(rows, peaks, figures)
+        stored = store.stored_results()
+    return results_frame(rows, peaks, stored)
 
 
 def results_frame(rows: Iterable[dict[str, Any]], peaks: Peaks | None = None,
-                  figures: Mapping[str, Result] | None = None) -> pd.DataFrame:
+                  stored: Mapping[str, tuple[Result, bool]] | None = None) -> pd.DataFrame:
     """The analysis frame from `ResultStore.rows_with_records()`-style dicts, with the
     measured peaks of each row's environment from `peaks` (`ResultStore.all_peaks()`) and
-    each result's stored figure from `figures` (`ResultStore.combined()` by result id)."""
-    figures = figures or {}
+    each result's stored figure and completeness from `stored`
+    (`ResultStore.stored_results()`)."""
+    stored = stored or {}
     flat_rows = [_flatten(row) for row in rows]
     for row in flat_rows:
-        row["figure"] = figures.get(row.get("result_id") or "")
+        result_id = row.get("result_id")
+        row["figure"] = stored[result_id][0] if result_id in stored else None
+        row["complete"] = is_complete(result_id, stored)
     columns = ["id", *(name for name, _ in _FLAT), "steps_per_sample", "sample_s", "misbuilt",
                "ci_confidence", "runner", "compile_stages_s", "machine_id", "software_id",
-               "same_compiler", "figure", "cpu_threads", "scenario_outcome",
+               "same_compiler", "figure", "complete", "cpu_threads", "scenario_outcome",
                "scenario_settings", "parity_rtol"]
     frame = pd.DataFrame(flat_rows, columns=columns)
     frame = _typed(frame)

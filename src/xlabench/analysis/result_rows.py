@@ -4,11 +4,13 @@ processes."""
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 import pandas as pd
 
 from xlabench.core.result import ONE_PROCESS_METHOD, Result
+from xlabench.store.view import figure_columns, latest_complete
 
 #: What identifies one configuration. Rows from different sources (each imported file, or
 #: local runs) never replace each other; the latest successful local run of a config wins.
@@ -25,16 +27,21 @@ def successful(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def latest_per_config(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per configuration: its latest result (the one whose last process was stored
-    last), with the figure stored for that result (`ResultStore.result_rows` shows the same).
+    """One row per configuration: its latest complete result (`store.view.latest_complete`:
+    the one whose last process was stored last; a killed sweep's incomplete one never is),
+    with the figure stored for that result (`ResultStore.result_rows` shows the same).
     Repeats of a configuration (`sweep --repeats`) are results of their own: the latest one is
     shown, and the earlier ones are re-runs that its interval already learnt from when it was
     stored."""
     combined = every_result(results)
     if combined.empty:
         return combined
-    last = combined.groupby(list(CONFIG_KEYS), dropna=False)["id"].transform("max")
-    return combined[combined["id"] == last].reset_index(drop=True)
+    keys = combined[list(CONFIG_KEYS)].astype(object)
+    keys = keys.where(keys.notna(), None)  # NaN is no key: it equals nothing, itself included
+    rows = zip(combined.index, keys.itertuples(index=False, name=None), combined["complete"],
+               strict=True)  # (index, configuration, complete), oldest first
+    latest = latest_complete(rows, key=itemgetter(1), complete=itemgetter(2))
+    return combined.loc[sorted(index for index, _, _ in latest.values())].reset_index(drop=True)
 
 
 def every_result(results: pd.DataFrame) -> pd.DataFrame:
@@ -98,29 +105,32 @@ def _result_row(processes: pd.DataFrame) -> pd.Series:
 
 
 def _with_figure(row: pd.Series, processes: pd.DataFrame, figure: Result) -> pd.Series:
-    flagged = processes["interference_flagged"].fillna(0).astype(bool)
-    used = processes[~flagged] if (~flagged).any() else processes
-    row["throughput_sps"] = figure.median_sps
-    row["throughput_sps_ci_low"], row["throughput_sps_ci_high"] = (figure.ci_low_sps,
-                                                                   figure.ci_high_sps)
+    used = _used(processes, figure)
+    for column, value in figure_columns(figure, row["batch_size"]).items():
+        row[column] = value
     row["run_ci_low"] = figure.run_ci_low_sps if figure.run_ci_low_sps is not None \
         else figure.ci_low_sps
     row["run_ci_high"] = figure.run_ci_high_sps if figure.run_ci_high_sps is not None \
         else figure.ci_high_sps
-    row["rel_ci_halfwidth"] = figure.rel_ci_halfwidth
-    row["ci_confidence"], row["ci_method"] = figure.ci_confidence, figure.ci_method
-    row["batch_time_ms"] = 1000 * row["batch_size"] / figure.median_sps
     row["drift_rel_sd"] = figure.drift_rel_sd
     row["n_samples"] = used["n_samples"].sum()
     row["sample_sps"] = [s for samples in used["sample_sps"] for s in samples]
     row["process_sps"] = list(figure.process_medians_sps)
     row["process_rounds"] = [f"{row['sweep_id']}:{r}" for r in figure.process_rounds]
-    row["processes"], row["processes_total"] = figure.k, figure.k_total
-    row["processes_flagged"] = figure.k_flagged
     row["between_processes"] = figure.between_processes
     row["flagged"], row["flag_reason"] = figure.flagged, figure.flag_reason
     row["provenance"] = _provenance(row)
     return row
+
+
+def _used(processes: pd.DataFrame, figure: Result) -> pd.DataFrame:
+    """The (successful) processes the stored figure combined: combine's decision, stored with
+    it (`Result.process_indices`). A result stored before that was kept combined the clean
+    ones, or every one when all were flagged."""
+    if figure.process_indices:
+        return processes[processes["process_index"].isin(figure.process_indices)]
+    flagged = processes["interference_flagged"].fillna(0).astype(bool)
+    return processes[~flagged] if (~flagged).any() else processes
 
 
 def _one_process(row: pd.Series) -> pd.Series:

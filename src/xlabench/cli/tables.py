@@ -48,9 +48,18 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, st
 
 
 def result_rows(store: ResultStore, **filters: Any) -> list[dict[str, Any]]:
-    """One row per result (see `ResultStore.result_rows`), a scenario result's figure also as
-    text with its unit and interval (`figure_shown`)."""
-    return [{**row, "figure_shown": _figure_text(row)} for row in store.result_rows(**filters)]
+    """One row per result (see `ResultStore.result_rows`), with the table's text beside the
+    data: how many processes made it (`processes_shown`: "3", "3 of 4", "1, incomplete")
+    and a scenario result's figure with its unit and interval (`figure_shown`)."""
+    return [{**row, "processes_shown": _processes_text(row), "figure_shown": _figure_text(row)}
+            for row in store.result_rows(**filters)]
+
+
+def _processes_text(row: dict[str, Any]) -> str:
+    k, total = row["processes"], row["processes_total"]
+    text = str(k) if k == total else f"{k} of {total}"
+    # a killed sweep's result: listed, but never the figure its configuration is shown with
+    return text if row["complete"] else f"{text}, incomplete"
 
 
 def _figure_text(row: dict[str, Any]) -> str | None:

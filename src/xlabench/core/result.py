@@ -169,6 +169,9 @@ class Result:
     drift_rel_sd: float | None = None
     drift_results: int = 0
     drift_df: float | None = None  # degrees of freedom of the drift estimate (compare needs it)
+    # Which processes the figure combined (their `ProcessInfo.index`): combine's decision, kept
+    # so that no reader judges it again; () in a result stored before it was kept.
+    process_indices: tuple[int, ...] = ()
 
     @property
     def rel_ci_halfwidth(self) -> float | None:

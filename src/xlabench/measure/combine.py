@@ -346,6 +346,7 @@ def combine(
         target_rel_ci=policy.target_rel_ci, target_met=between and rel <= policy.target_rel_ci,
         flagged=bool(flag_reason), flag_reason=flag_reason, process_medians_sps=tuple(medians),
         process_rounds=tuple(r.process.round for r in used),
+        process_indices=tuple(r.process.index for r in used),
         run_ci_low_sps=run_interval.low, run_ci_high_sps=run_interval.high,
         drift_rel_sd=drift.rel_sd if drift is not None else None,
         drift_results=drift.results if drift is not None else 0,

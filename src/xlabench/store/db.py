@@ -7,7 +7,7 @@ import json
 import os
 import sqlite3
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -15,14 +15,12 @@ from typing import Any
 from xlabench.core import Record, UserError, utc_now
 from xlabench.core.device import device_name
 from xlabench.core.result import (
-    ONE_PROCESS_METHOD,
     Result,
     ResultPolicy,
     interference_reason,
     machine_id,
     software_id,
 )
-from xlabench.store.scenario_rows import scenario_fields
 from xlabench.store.schema import (
     APPLICATION,
     COMBINED_COLUMNS,
@@ -31,6 +29,7 @@ from xlabench.store.schema import (
     RESULT_COLUMNS,
     SCHEMA_VERSION,
 )
+from xlabench.store.view import result_view
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DEFAULT_DB = "xlabench.db"
@@ -48,12 +47,7 @@ def check_db_file(path: Path) -> bool:
         raise UserError(f"{path} is a directory, not a database file")
     if not path.exists() or path.stat().st_size == 0:
         return False
-    require_sqlite_header(path)
-    version = _read_version(path)
-    if version > SCHEMA_VERSION:
-        raise UserError(
-            f"{path} was written by a newer xlabench (schema {version} > {SCHEMA_VERSION})"
-        )
+    open_read_only(path).close()
     return True
 
 
@@ -70,19 +64,33 @@ def require_sqlite_header(path: Path) -> None:
         raise UserError(f"{path} is not an xlabench database (not an SQLite file); left untouched")
 
 
-def _read_version(path: Path) -> int:
-    """Schema version from the meta table, reading the file read-only."""
+def open_read_only(path: Path) -> sqlite3.Connection:
+    """An existing xlabench database of a schema this xlabench reads, opened so that nothing
+    on disk changes: not created, not migrated, no journal or shared-memory file left behind
+    (a database whose write-ahead log exists, a writer's or a crashed one's, is read through
+    it). The one place a database is opened and its schema checked; anything else is refused
+    in one line, untouched."""
+    require_sqlite_header(path)
+    wal = path.with_name(path.name + "-wal")
+    uri = path.resolve().as_uri() + ("?mode=ro" if wal.exists() else "?mode=ro&immutable=1")
+    conn = None
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        finally:
+        conn = sqlite3.connect(uri, uri=True, timeout=30.0)
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        meta = (dict(conn.execute("SELECT key, value FROM meta").fetchall())
+                if "meta" in tables else {})
+    except sqlite3.Error as exc:
+        if conn is not None:
             conn.close()
-    except sqlite3.DatabaseError as exc:
         raise UserError(f"{path} is not an xlabench database ({exc}); left untouched") from exc
-    if rows.get("application") != APPLICATION or "schema_version" not in rows:
+    if meta.get("application") != APPLICATION or "schema_version" not in meta:
+        conn.close()
         raise UserError(f"{path} is an SQLite file but not an xlabench database; left untouched")
-    return int(rows["schema_version"])
+    if int(meta["schema_version"]) > SCHEMA_VERSION:
+        conn.close()
+        raise UserError(f"{path} was written by a newer xlabench (schema "
+                        f"{meta['schema_version']} > {SCHEMA_VERSION})")
+    return conn
 
 
 class ResultStore:
@@ -100,10 +108,9 @@ class ResultStore:
         except sqlite3.Error as exc:
             raise UserError(f"cannot open {self.path}: {exc}") from exc
         self._conn.row_factory = sqlite3.Row
-        self._conn.create_function("xlabench_device", 1, _device_of_env_json,
-                                   deterministic=True)
+        self._depth = 0  # of nested `transaction`s: the outermost one commits
         if exists:
-            self._migrate()
+            migrate(self._conn)
         else:
             self._create()
 
@@ -117,13 +124,26 @@ class ResultStore:
         self.close()
 
     @contextmanager
+    def transaction(self) -> Iterator[ResultStore]:
+        """Writes in one transaction: all of them or none, and nobody writes in between (the
+        store's own writes inside it join it)."""
+        with self._transaction():
+            yield self
+
+    @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        if self._depth:  # inside an outer transaction: it commits or rolls back
+            yield self._conn
+            return
         self._conn.execute("BEGIN IMMEDIATE")
+        self._depth += 1
         try:
             yield self._conn
         except BaseException:
             self._conn.execute("ROLLBACK")
             raise
+        finally:
+            self._depth -= 1
         self._conn.execute("COMMIT")
 
     def _create(self) -> None:
@@ -135,19 +155,6 @@ class ResultStore:
                 [("application", APPLICATION), ("schema_version", str(SCHEMA_VERSION)),
                  ("created_at", utc_now()), ("db_id", _new_db_id())],
             )
-
-    def _migrate(self) -> None:
-        version = self.schema_version()
-        old_id = legacy_db_id(self._conn) if version < SCHEMA_VERSION else ""
-        while version < SCHEMA_VERSION:
-            with self._transaction() as conn:
-                for statement in MIGRATIONS[version]:
-                    conn.execute(statement)
-                version += 1
-                conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
-                             (str(version),))
-                conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('db_id', ?)",
-                             (old_id,))
 
     def db_id(self) -> str:
         """This database's id (meta `db_id`): what rows merged from it are marked with."""
@@ -243,29 +250,19 @@ class ResultStore:
             conn.execute(sql, [row[c] for c in COMBINED_NAMES])
 
     def result_rows(self, **filters: Any) -> list[dict[str, Any]]:
-        """One flat row per result, oldest first: its latest process's columns with the
-        combined figures in place of that process's own (throughput, interval, confidence),
-        plus `processes` ("3" or "3 of 4"), `ci_method`, `interference` (why the result is
-        flagged, or ""). A row from before results had processes is a result of one process.
-        Every row has `store.scenario_rows.SCENARIO_ROW_KEYS`: a LoadGen scenario result's
-        figure in its unit with its interval (its throughput columns empty), LoadGen's
-        verdict, the Server latency bound, the shortfall; None (scenario "") for the timed
-        loop. `status` filters the results' status; other filters the processes'."""
+        """One row per result, oldest first: the store's one reading of a result
+        (`store.view`: its figure, interval, processes and whether it is complete; numbers
+        and identifiers, no display text). `status` filters the results' status; other
+        filters the processes'."""
         status = filters.pop("status", None)
-        rows = self.rows_with_records(**filters)
-        combined = {r.result_id: r for r in self.combined()}
-        latest: dict[str, dict[str, Any]] = {}
-        out: list[dict[str, Any]] = []
-        for row in rows:
-            if row["result_id"] is None:
-                out.append(_legacy_result_row(row))
-            else:
-                latest[row["result_id"]] = row  # rows come oldest first: the last one wins
-        for result_id, row in latest.items():
-            result = combined.get(result_id)
-            out.append(_result_row(row, result) if result else _legacy_result_row(row))
-        out.sort(key=lambda r: r["id"])
-        return [r for r in out if status is None or r["status"] == status]
+        rows = result_view(self.rows_with_records(**filters), self.stored_results())
+        return [r for r in rows if status is None or r["status"] == status]
+
+    def stored_results(self) -> dict[str, tuple[Result, bool]]:
+        """Every stored combined result by id, with whether it is complete."""
+        sql = "SELECT result_id, result_json, complete FROM combined_results ORDER BY rowid"
+        return {result_id: (Result.from_json(text), bool(complete))
+                for result_id, text, complete in self._conn.execute(sql)}
 
     def combined(self, **filters: Any) -> list[Result]:
         """Stored combined results, oldest first."""
@@ -340,6 +337,33 @@ class ResultStore:
             return []
         return sorted(e for e, m in machines.items() if m == machines[env_id])
 
+    def table_rows(self, table: str, names: Sequence[str], order: str = "rowid"
+                   ) -> list[dict[str, Any]]:
+        """Every row of a table (`select_rows`)."""
+        return select_rows(self._conn, table, names, order)
+
+    def insert_rows(self, table: str, names: Sequence[str], rows: Sequence[dict[str, Any]],
+                    replace: bool = False) -> None:
+        """Rows as they are (`names` their columns; `replace`: a row of the same key goes),
+        in one transaction: what `store.merge` copies from another database."""
+        if table not in COPIED_TABLES:
+            raise ValueError(f"rows are not copied into {table}")
+        verb = "INSERT OR REPLACE" if replace else "INSERT"
+        sql = (f"{verb} INTO {table} ({', '.join(names)}) "
+               f"VALUES ({', '.join('?' for _ in names)})")
+        with self._transaction() as conn:
+            conn.executemany(sql, [[row[name] for name in names] for row in rows])
+
+    def record_merge(self, source_db_id: str, source_path: Path, processes: int, results: int,
+                     summary: dict[str, Any]) -> None:
+        """A source merged in (table `merges`)."""
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO merges (source_db_id, source_path, merged_at, processes, results, "
+                "summary_json) VALUES (?, ?, ?, ?, ?, ?)",
+                (source_db_id, str(source_path.absolute()), utc_now(), processes, results,
+                 json.dumps(summary, sort_keys=True)))
+
     def count(self) -> int:
         return int(self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
 
@@ -388,6 +412,46 @@ class ResultStore:
                     (env_id, peak["dtype"], float(peak["gflops_s"]),
                      json.dumps(method, sort_keys=True), utc_now()),
                 )
+
+
+#: The tables `ResultStore.insert_rows` copies rows into.
+COPIED_TABLES = ("results", "combined_results", "device_peaks", "model_costs")
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Bring a database (a file's, or a read-only one's copy in memory) to SCHEMA_VERSION: the
+    one place the migrations are run."""
+    conn.create_function("xlabench_device", 1, _device_of_env_json, deterministic=True)
+    version = int(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'"
+                               ).fetchone()[0])
+    old_id = legacy_db_id(conn) if version < SCHEMA_VERSION else ""
+    while version < SCHEMA_VERSION:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in MIGRATIONS[version]:
+                conn.execute(statement)
+            version += 1
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                         (str(version),))
+            conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('db_id', ?)",
+                         (old_id,))
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+
+def select_rows(conn: sqlite3.Connection, table: str, names: Sequence[str],
+                order: str = "rowid") -> list[dict[str, Any]]:
+    """Every row of `table` with `names` as keys: columns the table (of an older schema) does
+    not have are None; [] if it has no such table."""
+    present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+    if not present:
+        return []
+    read = [n for n in names if n in present]
+    sql = f"SELECT {', '.join(read)} FROM {table} ORDER BY {order}"
+    return [{**dict.fromkeys(names), **dict(zip(read, tuple(row), strict=True))}
+            for row in conn.execute(sql)]
 
 
 def _new_db_id() -> str:
@@ -453,51 +517,6 @@ def record_to_row(record: Record, sweep_id: str | None, label: str | None = None
         "scenario_figure": record.scenario.figure if record.scenario else None,
         **_process_columns(record),
     }
-
-
-def _legacy_result_row(row: dict[str, Any]) -> dict[str, Any]:
-    record = json.loads(row["record_json"])
-    throughput = record.get("throughput") or {}
-    flat = {k: v for k, v in row.items() if k != "record_json"}
-    flat["runner"] = _runner(row)
-    why = interference_reason(Record.from_dict(record).interference) if row["result_id"] else None
-    return {**flat, "processes": "1", "ci_confidence": throughput.get("ci_confidence"),
-            "ci_method": ONE_PROCESS_METHOD,
-            "interference": why or "",
-            **scenario_fields(row.get("scenario") or "", record.get("scenario"))}
-
-
-def _runner(row: dict[str, Any]) -> str:
-    """python or native: part of the configuration, kept in the record's spec, not a column."""
-    return (json.loads(row["record_json"]).get("spec") or {}).get("runner", "python")
-
-
-def _result_row(row: dict[str, Any], result: Result) -> dict[str, Any]:
-    flat = {k: v for k, v in row.items() if k != "record_json"}
-    flat["runner"] = _runner(row)
-    shown = str(result.k) if result.k == result.k_total else f"{result.k} of {result.k_total}"
-    scenario = row.get("scenario") or ""
-    outcome = json.loads(row["record_json"]).get("scenario")
-    if result.status != "ok":
-        return {**flat, "status": result.status, "error": result.error, "processes": shown,
-                "ci_confidence": None, "ci_method": "", "interference": result.flag_reason,
-                **scenario_fields(scenario, outcome)}
-    combined = {
-        **flat, "status": "ok", "error": None, "processes": shown,
-        "throughput_sps": result.median_sps, "throughput_sps_ci_low": result.ci_low_sps,
-        "throughput_sps_ci_high": result.ci_high_sps, "rel_ci_halfwidth": result.rel_ci_halfwidth,
-        "precision_target_met": int(result.target_met), "ci_confidence": result.ci_confidence,
-        "ci_method": result.ci_method, "interference": result.flag_reason,
-        "batch_time_ms": 1000 * row["batch_size"] / result.median_sps,
-    }
-    if not scenario:
-        return {**combined, **scenario_fields("", None)}
-    # A scenario's combined rate is no timed-loop throughput (single-stream: 1000 / p90): it
-    # is shown as the figure, in the scenario's unit, and the throughput columns stay empty.
-    figures = scenario_fields(scenario, outcome, result.median_sps, result.ci_low_sps,
-                              result.ci_high_sps)
-    empty = ("throughput_sps", "throughput_sps_ci_low", "throughput_sps_ci_high", "batch_time_ms")
-    return {**combined, **dict.fromkeys(empty), **figures}
 
 
 def _process_columns(record: Record) -> dict[str, Any]:

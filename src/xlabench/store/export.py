@@ -51,7 +51,7 @@ def study_csv(rows: Iterable[dict[str, Any]]) -> str:
 RESULT_CSV_COLUMNS = (
     "id", "result_id", "spec_id", "env_id", "model", "family", "kind", "backend", "mode",
     "resolution", "batch_size", "precision", "accelerator", "device", "label", "origin_db",
-    "status", "error", "processes",
+    "status", "error", "processes", "processes_total", "complete",
     "throughput_sps", "throughput_sps_ci_low", "throughput_sps_ci_high", "ci_confidence",
     "ci_method", "precision_target_met", "interference", "latency_ms_p50", "latency_ms_p99",
     "compile_s", "parity_passed", "params", "macs_per_image", "source",
@@ -63,7 +63,9 @@ RESULT_CSV_COLUMNS = (
 
 def results_csv(result_rows: Iterable[dict[str, Any]]) -> str:
     """One row per result (`ResultStore.result_rows`): the combined figure and its interval,
-    its confidence and method, how many processes, and why it is flagged (`interference`).
+    its confidence and method, how many processes made it of how many run
+    (`processes`, `processes_total`), whether it is `complete` (a killed sweep's is not), and
+    why it is flagged (`interference`).
     A scenario result's figure is in `figure` (in `unit`), its throughput columns empty."""
     rows = [{c: r.get(c) for c in RESULT_CSV_COLUMNS} for r in result_rows]
     return _csv(RESULT_CSV_COLUMNS, rows)

@@ -23,9 +23,10 @@ id is free or its own), in the column and in `result_json`; `record_json` is kep
 measured. The same id for a different configuration or environment is refused.
 
 Nothing is written until every source has been read and the merge planned against the target
-as it is (sources are opened read-only, SQLite URI ``mode=ro``); the merge is then one
-transaction of the target, planned again inside it. A missing, damaged, foreign or newer
-database is one `UserError` line, and no file is changed.
+as it is (sources are opened read-only, `store.reader.StoreReader`, and read as a copy in
+memory migrated to the current schema: the file is never changed); the merge is then one
+transaction of the target, planned again inside it, written through the store's public calls.
+A missing, damaged, foreign or newer database is one `UserError` line, and no file is changed.
 """
 
 from __future__ import annotations
@@ -36,23 +37,21 @@ import json
 import math
 import os
 import sqlite3
-import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from xlabench.core import UserError, utc_now
-from xlabench.core.device import device_name
+from xlabench.core import UserError
 from xlabench.store.db import (
     COLUMN_NAMES,
     COMBINED_NAMES,
     LEGACY_PREFIX,
     ResultStore,
     check_db_file,
-    legacy_db_id,
 )
 from xlabench.store.importer import IMPORT_ENV_ID
+from xlabench.store.reader import StoreReader
 from xlabench.store.schema import V1_RESULT_COLUMNS
 
 PEAK_NAMES = ("env_id", "dtype", "gflops_s", "method_json", "created_at")
@@ -152,97 +151,48 @@ class _Source:
 
 
 def _read_source(path: Path) -> _Source:
-    """Everything a source holds, read in one read-only snapshot; refuse what is not a sound
-    xlabench database."""
+    """Everything a source holds, read in one snapshot as the current schema has it (a copy
+    migrated in memory: the file is only read); refuse what is not a sound xlabench
+    database."""
     if not path.exists():
         raise UserError(f"no database at {path}; nothing merged")
     if path.is_file() and path.stat().st_size == 0:
         raise UserError(f"{path} is empty, not an xlabench database; nothing merged")
     check_db_file(path)  # a directory, a foreign file, a newer schema: one line each
     try:
-        conn = _connect_read_only(path)
-        try:
-            conn.execute("BEGIN")  # one snapshot, even while a sweep writes to the source
-            return _source_rows(conn, path)
-        finally:
-            conn.close()
+        with StoreReader(path) as source:
+            version = _check_source(source, path)
+            copy = source.migrated_copy()
+        with copy:
+            return _source_rows(copy, path, version)
     except sqlite3.Error as exc:
         raise UserError(f"{path} is damaged ({exc}); nothing merged") from exc
 
 
-def _source_rows(conn: sqlite3.Connection, path: Path) -> _Source:
-    (check,) = conn.execute("PRAGMA quick_check(1)").fetchone()
+def _check_source(source: StoreReader, path: Path) -> int:
+    """The source's schema version, once it is known sound."""
+    check = source.quick_check()
     if check != "ok":  # e.g. "*** in database main ***\nPage 50: btreeInitPage() ..."
-        found = " ".join(str(check).replace("*** in database main ***", "").split())
+        found = " ".join(check.replace("*** in database main ***", "").split())
         raise UserError(f"{path} is damaged ({found}); nothing merged")
-    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-    version = int(meta["schema_version"])
-    columns = set(_columns(conn, "results"))
+    columns = source.columns("results")
     missing = [name for name, _ in V1_RESULT_COLUMNS if name not in columns]
     if missing:
         raise UserError(f"{path} has no results table as xlabench writes it (no column "
                         f"{missing[0]}); nothing merged")
-    db_id = meta.get("db_id") or legacy_db_id(conn)
-    processes = _select(conn, "results", COLUMN_NAMES, "id")
-    for row in processes:
-        if row["device"] is None:  # a row from before v4: named as the migration names it
-            row["device"] = _device_of(row["record_json"])
-        if row["scenario"] is None:  # before v5: as the migration fills it
-            row["scenario"], row["scenario_figure"] = _scenario_of(row["record_json"])
-        row["_origin"] = row["origin_db"] or db_id
-    scenarios = {row["spec_id"]: row["scenario"] for row in processes if row["scenario"]}
-    combined = _select(conn, "combined_results", COMBINED_NAMES)
-    for row in combined:
-        if row["scenario"] is None:  # before v5: its processes' (a spec id fixes it)
-            row["scenario"] = scenarios.get(row["spec_id"], "")
+    return int(source.meta()["schema_version"])
+
+
+def _source_rows(source: StoreReader, path: Path, version: int) -> _Source:
+    """The rows of a source (migrated: every column as the current schema has it)."""
+    db_id = source.meta()["db_id"]
+    processes = source.table_rows("results", COLUMN_NAMES, "id")
+    combined = source.table_rows("combined_results", COMBINED_NAMES)
+    for row in (*processes, *combined):
         row["_origin"] = row["origin_db"] or db_id
     return _Source(path, db_id, version, processes, combined,
-                   _select(conn, "device_peaks", PEAK_NAMES),
-                   _select(conn, "model_costs", COST_NAMES))
-
-
-def _device_of(record_json: str) -> str:
-    try:
-        env = json.loads(record_json).get("env") or {}
-    except (ValueError, AttributeError):
-        env = {}
-    return device_name(env if isinstance(env, dict) else {})
-
-
-def _scenario_of(record_json: str) -> tuple[str, float | None]:
-    """The scenario and the process's figure of a stored record ("" and None: the timed
-    loop)."""
-    try:
-        record = json.loads(record_json)
-    except ValueError:
-        return "", None
-    if not isinstance(record, dict):
-        return "", None
-    scenario = str((record.get("spec") or {}).get("scenario") or "")
-    figure = (record.get("scenario") or {}).get("figure") if scenario else None
-    return scenario, None if figure is None else float(figure)
-
-
-def _connect_read_only(path: Path) -> sqlite3.Connection:
-    uri = "file:" + urllib.parse.quote(str(path.absolute())) + "?mode=ro"
-    return sqlite3.connect(uri, uri=True, timeout=60.0, isolation_level=None)
-
-
-def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
-    return [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
-
-
-def _select(conn: sqlite3.Connection, table: str, names: Sequence[str],
-            order: str = "rowid") -> list[dict[str, Any]]:
-    """Every row of `table` with `names` as keys: columns the table (of an older schema) does
-    not have are None; [] if it has no such table."""
-    present = set(_columns(conn, table))
-    if not present:
-        return []
-    read = [n for n in names if n in present]
-    sql = f"SELECT {', '.join(read)} FROM {table} ORDER BY {order}"
-    return [{**dict.fromkeys(names), **dict(zip(read, row, strict=True))}
-            for row in conn.execute(sql)]
+                   source.table_rows("device_peaks", PEAK_NAMES),
+                   source.table_rows("model_costs", COST_NAMES))
 
 
 # ------------------------------------------------------------------------------- target
@@ -261,36 +211,39 @@ class _State:
 
 def _read_target_read_only(path: Path) -> _State:
     try:
-        conn = _connect_read_only(path)
-        try:
-            conn.execute("BEGIN")
-            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            return _target_state(conn, meta.get("db_id", ""))
-        finally:
-            conn.close()
+        with StoreReader(path) as target, target.snapshot():
+            return _target_state(target, target.meta().get("db_id", ""))
     except sqlite3.Error as exc:
         raise UserError(f"{path} is damaged ({exc}); nothing merged") from exc
 
 
-def _target_state(conn: sqlite3.Connection, db_id: str) -> _State:
+class _Rows(Protocol):
+    """A database whose tables can be read whole (`StoreReader`, `ResultStore`)."""
+
+    def table_rows(self, table: str, names: Sequence[str], order: str = "rowid"
+                   ) -> list[dict[str, Any]]: ...
+
+
+def _target_state(target: _Rows, db_id: str) -> _State:
     state = _State(db_id=db_id)
     names = ("spec_id", "env_id", "accelerator", "throughput_sps", "record_json", "result_id",
              "origin_db")
-    for row in _select(conn, "results", names, "id"):
+    for row in target.table_rows("results", names, "id"):
         origin = row["origin_db"] or db_id
         state.processes.setdefault(_sha(row["record_json"]), set()).add(origin)
         if row["env_id"] == IMPORT_ENV_ID:
             state.imports.add(_import_key(row))
         if row["result_id"]:
             state.owners.setdefault(row["result_id"], (row["spec_id"], row["env_id"], origin))
-    for row in _select(conn, "combined_results",
-                       ("result_id", "spec_id", "env_id", "updated_at", "origin_db")):
+    for row in target.table_rows("combined_results",
+                                 ("result_id", "spec_id", "env_id", "updated_at", "origin_db")):
         state.owners[row["result_id"]] = (row["spec_id"], row["env_id"],
                                           row["origin_db"] or db_id)
         state.updated[row["result_id"]] = row["updated_at"]
-    state.peaks = {(r["env_id"], r["dtype"]) for r in _select(conn, "device_peaks", PEAK_NAMES)}
+    state.peaks = {(r["env_id"], r["dtype"])
+                   for r in target.table_rows("device_peaks", PEAK_NAMES)}
     state.costs = {(r["model"], r["resolution"]): r
-                   for r in _select(conn, "model_costs", COST_NAMES)}
+                   for r in target.table_rows("model_costs", COST_NAMES)}
     return state
 
 
@@ -463,37 +416,25 @@ def _sha(text: str) -> str:
 def _apply(sources: Sequence[_Source], into: Path, created: bool) -> MergeSummary:
     with ResultStore(into) as store:
         db_id = store.db_id()
-        conn = store._conn
         try:
-            with store._transaction():
-                plans = _plan_all(sources, _target_state(conn, db_id), into)
+            with store.transaction():
+                plans = _plan_all(sources, _target_state(store, db_id), into)
                 for plan in plans:
-                    _write(conn, plan)
+                    _write(store, plan)
         except sqlite3.Error as exc:
             raise UserError(f"cannot merge into {into} ({exc}); it is left as it was") from exc
     return MergeSummary(into=str(into), db_id=db_id, created=created,
                         sources=tuple(plan.summary() for plan in plans))
 
 
-def _write(conn: sqlite3.Connection, plan: _Plan) -> None:
-    _insert(conn, "INSERT", "results", COLUMN_NAMES, plan.processes)
-    _insert(conn, "INSERT OR REPLACE", "combined_results", COMBINED_NAMES, plan.combined)
-    _insert(conn, "INSERT", "device_peaks", PEAK_NAMES, plan.peaks)
-    _insert(conn, "INSERT OR REPLACE", "model_costs", COST_NAMES, plan.costs)
+def _write(store: ResultStore, plan: _Plan) -> None:
+    store.insert_rows("results", COLUMN_NAMES, plan.processes)
+    store.insert_rows("combined_results", COMBINED_NAMES, plan.combined, replace=True)
+    store.insert_rows("device_peaks", PEAK_NAMES, plan.peaks)
+    store.insert_rows("model_costs", COST_NAMES, plan.costs, replace=True)
     summary = plan.summary()
-    conn.execute(
-        "INSERT INTO merges (source_db_id, source_path, merged_at, processes, results, "
-        "summary_json) VALUES (?, ?, ?, ?, ?, ?)",
-        (summary.db_id, str(plan.source.path.absolute()), utc_now(), summary.processes,
-         summary.results, json.dumps(summary.to_dict(), sort_keys=True)),
-    )
-
-
-def _insert(conn: sqlite3.Connection, verb: str, table: str, names: Sequence[str],
-            rows: Sequence[dict[str, Any]]) -> None:
-    sql = (f"{verb} INTO {table} ({', '.join(names)}) "
-           f"VALUES ({', '.join('?' for _ in names)})")
-    conn.executemany(sql, [[row[name] for name in names] for row in rows])
+    store.record_merge(summary.db_id, plan.source.path, summary.processes, summary.results,
+                       summary.to_dict())
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -119,9 +119,8 @@ class Sweep:
             for processes in scheduler.results:
                 result = self._save(processes, complete=True)
                 summary.add_result(result)
-                stand_in = processes.summary_record(result) if result else None
-                if stand_in is not None:
-                    trackers.log(stand_in)
+                for row in store.result_rows(result_id=result.result_id) if result else []:
+                    trackers.log(row)  # the result as the store reads it
         finally:
             summary.wall_s = time.perf_counter() - start_s
             summary.tracker_failures = dict(trackers.failures)

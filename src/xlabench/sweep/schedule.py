@@ -12,7 +12,6 @@ until it passes.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -110,24 +109,6 @@ class ResultProcesses:
 
     def result(self, drift: combine.RunDrift | None = None) -> Result:
         return combine.combine(self.records, self.result_id, self.policy, drift=drift)
-
-    def summary_record(self, result: Result) -> Record | None:
-        """One record that stands for the whole result (for the experiment trackers): the
-        latest successful process, carrying the combined throughput and interval instead of
-        its own."""
-        ok = [r for r in self.records if r.ok and r.throughput is not None]
-        if not ok or result.median_sps is None:
-            return self.records[-1] if self.records else None
-        last, tp = ok[-1], ok[-1].throughput
-        assert tp is not None
-        combined = dataclasses.replace(
-            tp, median_sps=result.median_sps, ci_low_sps=result.ci_low_sps,
-            ci_high_sps=result.ci_high_sps, ci_confidence=result.ci_confidence,
-            rel_ci_halfwidth=result.rel_ci_halfwidth, target_met=result.target_met)
-        return last.replace(throughput=combined, provenance={
-            **last.provenance, "processes": result.k, "processes_total": result.k_total,
-            "interference_flagged": result.flagged, "ci_method": result.ci_method,
-        })
 
     def next_round(self) -> int:
         return 1 + max((r.process.round for r in self.records), default=-1)

@@ -1,5 +1,6 @@
-"""Experiment trackers: each configuration's result also becomes a W&B run and/or an MLflow run
-(its latest process, carrying the combined throughput of all its processes).
+"""Experiment trackers: each configuration's result also becomes a W&B run and/or an MLflow run:
+the store's row of the result (`ResultStore.result_rows`: its figure and interval as stored,
+beside its latest process's other columns).
 
 Trackers are a copy for convenience; the SQLite db is the record of truth. So a tracker that
 fails (not installed, no network, bad URI) costs one warning line and never the sweep.
@@ -12,63 +13,63 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from xlabench.core import Record, one_line
-from xlabench.core.device import device_name
+from xlabench.core import one_line
 
 Warn = Callable[[str], None]
 WANDB_PROJECT = "xlabench"
 MLFLOW_EXPERIMENT = "xlabench"
 
 
+#: A result as the store reads it (`ResultStore.result_rows`).
+ResultRow = dict[str, Any]
+
+
 class Tracker(Protocol):
     name: str
 
-    def log(self, record: Record) -> None:
-        """Log one record as one run; may raise (the caller counts and warns)."""
+    def log(self, row: ResultRow) -> None:
+        """Log one result as one run; may raise (the caller counts and warns)."""
 
     def close(self) -> None: ...
 
 
-def run_name(record: Record) -> str:
+def run_name(row: ResultRow) -> str:
     """The study's run name: ``{variant}@xla-{True|False}@res-{resolution}@device-{device}``."""
-    spec = record.spec
-    device = record.env.get("accelerator", "unknown")
-    return f"{spec.model}@xla-{spec.compiled}@res-{spec.resolution}@device-{device}"
+    return (f"{row['model']}@xla-{bool(row['compiled'])}@res-{row['resolution']}"
+            f"@device-{row['accelerator']}")
 
 
-def run_config(record: Record, sweep_id: str) -> dict[str, Any]:
+def run_config(row: ResultRow, sweep_id: str) -> dict[str, Any]:
     """What identifies the run: the spec (backend and mode included) and its outcome."""
-    spec = record.spec
     return {
-        "variant": spec.model, "family": record.family, "kind": record.kind,
-        "backend": spec.backend, "mode": spec.mode, "xla": spec.compiled,
-        "resolution": spec.resolution, "batch_size": spec.batch_size,
-        "precision": spec.precision, "weights": spec.weights, "tf32": spec.tf32,
-        "seed": spec.seed, "repeat": spec.repeat,
-        "device": device_name(record.env), "status": record.status.value,
-        "error": record.error or "", "spec_id": record.spec_id, "env_id": record.env_id,
-        "sweep_id": sweep_id,
-        "interference_flagged": bool(record.provenance.get("interference_flagged", False)),
-        "ci_method": record.provenance.get("ci_method", ""),
+        "variant": row["model"], "family": row["family"], "kind": row["kind"],
+        "backend": row["backend"], "mode": row["mode"], "xla": bool(row["compiled"]),
+        "resolution": row["resolution"], "batch_size": row["batch_size"],
+        "precision": row["precision"], "weights": row["weights"], "tf32": bool(row["tf32"]),
+        "seed": row["seed"], "repeat": row["repeat"],
+        "device": row["device"], "status": row["status"],
+        "error": row["error"] or "", "spec_id": row["spec_id"], "env_id": row["env_id"],
+        "sweep_id": sweep_id, "interference_flagged": bool(row["interference"]),
+        "ci_method": row["ci_method"],
     }
 
 
-def run_metrics(record: Record) -> dict[str, float]:
+#: The numbers of a run: (metric, the result row's column).
+_METRICS = (
+    ("duration_s", "duration_s"), ("throughput_sps", "throughput_sps"),
+    ("throughput_ci_low_sps", "throughput_sps_ci_low"),
+    ("throughput_ci_high_sps", "throughput_sps_ci_high"),
+    ("rel_ci_halfwidth", "rel_ci_halfwidth"), ("batch_time_ms", "batch_time_ms"),
+    ("latency_ms_p50", "latency_ms_p50"), ("latency_ms_p90", "latency_ms_p90"),
+    ("latency_ms_p99", "latency_ms_p99"), ("compile_s", "compile_s"),
+    ("first_call_s", "first_call_s"), ("params", "params"), ("processes", "processes"),
+)
+
+
+def run_metrics(row: ResultRow) -> dict[str, float]:
     """The numbers: throughput with its CI, latency, compile time, params, GMACs per image."""
-    tp, lat, warm, costs = record.throughput, record.latency, record.warmup, record.costs
-    metrics: dict[str, float | None] = {"duration_s": record.duration_s}
-    if tp is not None:
-        metrics.update(throughput_sps=tp.median_sps, throughput_ci_low_sps=tp.ci_low_sps,
-                       throughput_ci_high_sps=tp.ci_high_sps, rel_ci_halfwidth=tp.rel_ci_halfwidth,
-                       batch_time_ms=tp.batch_time_ms_median)
-    if lat is not None:
-        metrics.update(latency_ms_p50=lat.p50_ms, latency_ms_p90=lat.p90_ms,
-                       latency_ms_p99=lat.p99_ms)
-    if warm is not None:
-        metrics.update(compile_s=warm.compile_s, first_call_s=warm.first_call_s)
-    metrics["params"] = costs.params
-    metrics["processes"] = record.provenance.get("processes")
-    macs = costs.macs_per_image
+    metrics: dict[str, Any] = {name: row.get(column) for name, column in _METRICS}
+    macs = row.get("macs_per_image")
     metrics["gmacs_per_image"] = None if macs is None else macs / 1e9
     return {k: float(v) for k, v in metrics.items() if v is not None}
 
@@ -85,17 +86,17 @@ class WandbTracker:
         self.sweep_id = sweep_id
         self.project = project or os.environ.get("WANDB_PROJECT") or WANDB_PROJECT
 
-    def log(self, record: Record) -> None:
+    def log(self, row: ResultRow) -> None:
         wandb = self._wandb
         run = wandb.init(
-            project=self.project, name=run_name(record), group=f"sweep-{self.sweep_id}",
-            config=run_config(record, self.sweep_id), reinit="create_new",
+            project=self.project, name=run_name(row), group=f"sweep-{self.sweep_id}",
+            config=run_config(row, self.sweep_id), reinit="create_new",
             settings=wandb.Settings(console="off", silent=True, x_disable_stats=True),
         )
         try:
-            run.log(run_metrics(record))
+            run.log(run_metrics(row))
         finally:
-            run.finish(exit_code=0 if record.ok else 1)
+            run.finish(exit_code=0 if row["status"] == "ok" else 1)
 
     def close(self) -> None:
         pass
@@ -119,22 +120,23 @@ class MlflowTracker:
         self.experiment_id = (found.experiment_id if found
                               else self.client.create_experiment(MLFLOW_EXPERIMENT))
 
-    def log(self, record: Record) -> None:
+    def log(self, row: ResultRow) -> None:
         import time
 
         from mlflow.entities import Metric, Param
 
-        config = run_config(record, self.sweep_id)
+        config = run_config(row, self.sweep_id)
         tags = {k: str(config[k]) for k in ("status", "spec_id", "env_id", "sweep_id", "backend",
                                            "mode")}
-        run = self.client.create_run(self.experiment_id, run_name=run_name(record), tags=tags)
+        run = self.client.create_run(self.experiment_id, run_name=run_name(row), tags=tags)
         now_ms = int(time.time() * 1000)
         params = [Param(k, str(v)[:500]) for k, v in config.items()]
-        metrics = [Metric(k, v, now_ms, 0) for k, v in run_metrics(record).items()]
+        metrics = [Metric(k, v, now_ms, 0) for k, v in run_metrics(row).items()]
         try:
             self.client.log_batch(run.info.run_id, metrics=metrics, params=params)
         finally:
-            self.client.set_terminated(run.info.run_id, "FINISHED" if record.ok else "FAILED")
+            self.client.set_terminated(run.info.run_id,
+                                       "FINISHED" if row["status"] == "ok" else "FAILED")
 
     def close(self) -> None:
         pass
@@ -164,15 +166,15 @@ class Trackers:
                 warn(f"{name} logging is off: {one_line(exc)}")
         return cls(started, warn)
 
-    def log(self, record: Record) -> None:
+    def log(self, row: ResultRow) -> None:
         for tracker in self._trackers:
             try:
-                tracker.log(record)
+                tracker.log(row)
             except Exception as exc:  # noqa: BLE001 (a tracker never stops the sweep)
                 count = self.failures.get(tracker.name, 0)
                 self.failures[tracker.name] = count + 1
                 if count == 0:
-                    self._warn(f"{tracker.name} could not log {record.spec.label()}: "
+                    self._warn(f"{tracker.name} could not log {run_name(row)}: "
                                f"{one_line(exc)} (the sweep goes on; failures are counted)")
 
     def close(self) -> None:
