@@ -295,9 +295,6 @@ def _fixed_width_rows(table: str) -> list[dict[str, str]]:
     return [{n: row[a:b].strip() for n, (a, b) in zip(names, spans, strict=True)} for row in rows]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "`xlabench results` shows the figure as '360' and its interval only as '±CI 2.0%' (a "
-    "relative half-width); results-csv, findings.md and index.html give 360.0 [352.8, 367.2]"))
 def test_one_result_reads_the_same_in_results_export_and_report(
     run_cli, built_report: Built
 ) -> None:
@@ -326,9 +323,6 @@ def test_one_result_reads_the_same_in_results_export_and_report(
     assert not missing, f"{KNOWN_FIGURE} is not shown by: {missing}"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "analysis/result_rows.py _one_process reads a process without interference figures "
-    "(interference_flagged NULL, NaN in the frame) as flagged: bool(NaN) is True"))
 def test_a_process_without_interference_figures_is_not_flagged_in_the_report(
     built_report: Built
 ) -> None:

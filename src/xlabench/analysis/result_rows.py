@@ -141,7 +141,9 @@ def _one_process(row: pd.Series) -> pd.Series:
     row["process_sps"] = [float(row["throughput_sps"])]
     row["process_rounds"] = [f"row{row['id']}:0"]
     row["processes"], row["processes_total"] = 1, 1
-    row["processes_flagged"] = int(bool(row.get("interference_flagged") or 0))
+    # no interference figures (NULL, NaN in the frame) is no flag, as `results` reads it
+    row["processes_flagged"] = int(pd.notna(row.get("interference_flagged"))
+                                   and bool(row.get("interference_flagged")))
     row["between_processes"] = False
     row["flagged"] = bool(row["processes_flagged"])
     row["flag_reason"] = "its one process was measured under interference" \

@@ -60,7 +60,7 @@ RESULT_COLUMNS = (
     ("id", "id"), ("model", "model"), ("backend", "backend"), ("mode", "mode"),
     ("runner", "runner"), ("resolution", "res"), ("batch_size", "batch"), ("precision", "prec"),
     ("device", "device"), ("status", "status"), ("processes_shown", "k"),
-    ("throughput_sps", "samples/s"), ("rel_ci_halfwidth", "±CI"), ("ci_confidence", "conf"),
+    ("throughput_shown", "samples/s [CI]"), ("ci_confidence", "conf"),
     ("interference", "interference"), ("latency_ms_p50", "p50 ms"), ("compile_s", "compile s"),
     ("parity_passed", "parity"), ("source", "source"), ("error", "reason"),
 )

@@ -12,6 +12,7 @@ from xlabench.core import Record
 from xlabench.core.device import device_name
 from xlabench.core.result import Result, interference_reason
 from xlabench.core.scenario import FIGURES, Scenario, ScenarioOutcome
+from xlabench.report.tables import fmt_value
 from xlabench.store import ResultStore
 from xlabench.store.scenario_rows import figure_interval, loadgen_valid
 
@@ -51,8 +52,22 @@ def result_rows(store: ResultStore, **filters: Any) -> list[dict[str, Any]]:
     """One row per result (see `ResultStore.result_rows`), with the table's text beside the
     data: how many processes made it (`processes_shown`: "3", "3 of 4", "1, incomplete")
     and a scenario result's figure with its unit and interval (`figure_shown`)."""
-    return [{**row, "processes_shown": _processes_text(row), "figure_shown": _figure_text(row)}
+    return [{**row, "processes_shown": _processes_text(row), "figure_shown": _figure_text(row),
+             "throughput_shown": _interval_text(row.get("throughput_sps"),
+                                                row.get("throughput_sps_ci_low"),
+                                                row.get("throughput_sps_ci_high"))}
             for row in store.result_rows(**filters)]
+
+
+def _interval_text(value: float | None, low: float | None, high: float | None) -> str | None:
+    """A stored figure with its interval, written as the report writes it (its "sps" format):
+    the same result reads the same in `results`, findings.md and index.html."""
+    if value is None:
+        return None
+    text = fmt_value("sps", value)
+    if low is not None and high is not None:
+        text += f" [{fmt_value('sps', low)}, {fmt_value('sps', high)}]"
+    return text
 
 
 def _processes_text(row: dict[str, Any]) -> str:
