@@ -117,9 +117,9 @@ def format_result(result: Result, records: Sequence[Record], db: str | None = No
     else:
         conf = f"{100 * (result.ci_confidence or 0):.0f}%"
         target = "target met" if result.target_met else "target NOT met"
+        shown = _interval_text(result.median_sps, result.ci_low_sps, result.ci_high_sps)
         lines.append(
-            f"{head}: {result.median_sps:.2f} samples/s  ({conf} interval "
-            f"{result.ci_low_sps:.2f}-{result.ci_high_sps:.2f}, "
+            f"{head}: {shown} samples/s  ({conf} interval, "
             f"±{100 * (result.rel_ci_halfwidth or 0):.1f}%, {target})")
         lines.append(f"  from {result.k} of {result.k_total} processes: {result.ci_method}")
         if result.drift_rel_sd is not None and result.run_ci_low_sps is not None:
