@@ -295,6 +295,30 @@ def _fixed_width_rows(table: str) -> list[dict[str, str]]:
     return [{n: row[a:b].strip() for n, (a, b) in zip(names, spans, strict=True)} for row in rows]
 
 
+def test_every_result_reads_the_same_in_results_and_results_csv(
+    run_cli, built_report: Built
+) -> None:
+    """Each timed-loop result of the database (re-runs, repeats and failures included), joined
+    by id: the `results` table shows exactly the figure and interval results-csv exports."""
+    listed = run_cli("results", "--db", str(built_report.db))
+    exported = run_cli("export", "--db", str(built_report.db), "--format", "results-csv",
+                       "--out", "-")
+    assert listed.returncode == 0 and exported.returncode == 0, listed.stderr + exported.stderr
+    table = {row["id"]: row for row in _fixed_width_rows(listed.stdout)}
+    checked = 0
+    for row in csv.DictReader(io.StringIO(exported.stdout)):
+        if row["status"] != "ok" or row.get("scenario"):
+            continue
+        figure, low, high = (row[k] for k in (
+            "throughput_sps", "throughput_sps_ci_low", "throughput_sps_ci_high"))
+        # an imported row of the study's CSV has a figure and no interval
+        want = f"{float(figure):.1f}" + (f" [{float(low):.1f}, {float(high):.1f}]"
+                                         if low and high else "")
+        assert table[row["id"]]["samples/s [CI]"] == want
+        checked += 1
+    assert checked >= 10
+
+
 def test_one_result_reads_the_same_in_results_export_and_report(
     run_cli, built_report: Built
 ) -> None:
