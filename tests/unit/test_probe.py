@@ -51,6 +51,8 @@ def test_the_probe_is_a_fixed_gemm_and_gives_a_sane_rate() -> None:
         assert reading.seconds > 0
         # 2 n^3 flops per call: positive, and below 1 TFLOP/s per CPU it may use
         assert 0.01 < reading.gflops < 1000 * len(os.sched_getaffinity(0))
+    # one workload for every record: a new size would make stored probes incomparable
+    assert (PROBE_N, PROBE_CALLS) == (640, 12)
     small = run_probe(n=64, calls=3)
     assert (small.n, small.calls) == (64, 3)
 

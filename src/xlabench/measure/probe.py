@@ -21,9 +21,10 @@ from dataclasses import dataclass
 
 from xlabench.core.record import Probe, Record
 
-#: The GEMM's size: about 3 ms per call on one 2-vCPU AMD EPYC VM when it is quiet.
-PROBE_N = 512
-#: Calls timed (after one untimed call): about 30-50 ms in all on that machine.
+#: The GEMM's size: about 2.7 ms per call (190-200 GFLOP/s) on a quiet 2-vCPU AMD EPYC
+#: (Zen 4) VM.
+PROBE_N = 640
+#: Calls timed (after one untimed call): 30-40 ms in all on that machine when quiet.
 PROBE_CALLS = 12
 PROBE_SEED = 0
 #: A result whose processes' probes differ by more than this (highest / lowest - 1) ran in
