@@ -37,6 +37,8 @@ def _assert_measured(record, model: own.OwnModel) -> None:
     if record.spec.runner == "python":  # the native runner's memory is the C++ program's
         assert record.memory.peak_host_mb > 0
     assert record.interference is not None
+    for probe in (record.probe_before, record.probe_after):  # the machine's speed, both sides
+        assert probe is not None and probe.gflops > 0 and probe.calls > 0, probe
     if record.spec.mode != record.spec.baseline_mode:
         assert record.parity is not None and record.parity.passed, record.parity
 

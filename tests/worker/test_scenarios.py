@@ -62,6 +62,8 @@ def assert_scenario_measured(record: Record, scenario: Scenario) -> None:
     assert record.warmup is not None and record.warmup.first_call_s > 0
     assert record.parity is not None and record.parity.passed, record.parity
     assert record.interference is not None and record.interference.wall_s > 0
+    assert record.probe_before is not None and record.probe_after is not None
+    assert record.probe_before.gflops > 0 and record.probe_after.gflops > 0
     assert record.memory.peak_host_mb and record.costs.params
 
 

@@ -12,6 +12,7 @@ from xlabench.core import Record
 from xlabench.core.device import device_name
 from xlabench.core.result import Result, interference_reason
 from xlabench.core.scenario import FIGURES, Scenario, ScenarioOutcome
+from xlabench.measure.probe import SPANS_STATES_REL, spans_states
 from xlabench.report.tables import fmt_value
 from xlabench.store import ResultStore
 from xlabench.store.scenario_rows import figure_interval, loadgen_valid
@@ -130,6 +131,8 @@ def format_result(result: Result, records: Sequence[Record], db: str | None = No
                          "cannot include how runs at other times differ")
     if result.flagged:
         lines.append(f"  FLAGGED: {result.flag_reason}")
+    if result.probe_spread_rel is not None:
+        lines.append(_probe_spread_line(result.probe_spread_rel))
     for record in records:
         lines.append(_process_line(record))
     if records and records[-1].ok:
@@ -153,12 +156,29 @@ def _scenario_result_lines(head: str, scenario: str, result: Result) -> list[str
             f"  from {result.k} of {result.k_total} processes: {result.ci_method}"]
 
 
+def _probe_spread_line(spread_rel: float) -> str:
+    """Whether the result's processes ran in one machine state (`measure.probe`)."""
+    verdict = (f"SPANS MACHINE STATES (over {100 * SPANS_STATES_REL:.0f}%): the machine's speed "
+               "changed between or during its processes" if spans_states(spread_rel)
+               else f"one machine state (within {100 * SPANS_STATES_REL:.0f}%)")
+    return (f"  machine's speed (reference GEMM) varied {100 * spread_rel:.0f}% over its "
+            f"processes: {verdict}; the figure is not rescaled")
+
+
+def _probe_text(record: Record) -> str:
+    """The process's reference-GEMM rate before/after its timed phases ("" if not measured)."""
+    before, after = record.probe_before, record.probe_after
+    if before is None or after is None:
+        return ""
+    return f", machine {before.gflops:.0f}/{after.gflops:.0f} GFLOP/s before/after"
+
+
 def _process_line(record: Record) -> str:
     number = f"process {record.process.index + 1} (round {record.process.round})"
     if record.ok and record.scenario is not None:
         why = interference_reason(record.interference)
-        return f"  {number}: {_scenario_text(record.scenario)}" + (f"  FLAGGED: {why}"
-                                                                   if why else "")
+        return (f"  {number}: {_scenario_text(record.scenario)}{_probe_text(record)}"
+                + (f"  FLAGGED: {why}" if why else ""))
     if not record.ok or record.throughput is None:
         return f"  {number}: {record.status.value}: {record.error}"
     tp, figures = record.throughput, record.interference
@@ -168,7 +188,7 @@ def _process_line(record: Record) -> str:
     relaxed = record.process.sampling_target_rel_ci
     sampling = f", sampled to ±{100 * relaxed:.1f}%" if relaxed else ""
     return (f"  {number}: {tp.median_sps:.2f} samples/s ±{100 * (tp.rel_ci_halfwidth or 0):.1f}%"
-            f" ({len(tp.sample_s)} samples{sampling}{others}){mark}")
+            f" ({len(tp.sample_s)} samples{sampling}{others}{_probe_text(record)}){mark}")
 
 
 def _scenario_text(outcome: ScenarioOutcome) -> str:

@@ -109,6 +109,18 @@ class Interference:
 
 
 @dataclass(frozen=True)
+class Probe:
+    """How fast the machine was at one moment: a fixed reference workload (`measure.probe`)
+    timed in the worker, before or after its timed phases. It explains a figure, it never
+    rescales one."""
+
+    gflops: float  # the reference GEMM's rate, from its median call
+    seconds: float  # wall time of every call together
+    n: int  # the GEMM's size (n x n times n x n, float32)
+    calls: int
+
+
+@dataclass(frozen=True)
 class ProcessInfo:
     """Where this worker process sits in its result (a result is several processes).
 
@@ -154,6 +166,10 @@ class Record:
     process: ProcessInfo = field(default_factory=ProcessInfo)
     #: A LoadGen scenario's outcome (spec.scenario set); such a record has no `throughput`.
     scenario: ScenarioOutcome | None = None
+    #: The machine's speed just before and just after the timed phases (None: not measured,
+    #: old records, failures).
+    probe_before: Probe | None = None
+    probe_after: Probe | None = None
 
     @property
     def rate_per_s(self) -> float | None:
@@ -193,6 +209,8 @@ class Record:
             "interference": Interference,
             "process": ProcessInfo,
             "scenario": ScenarioOutcome,
+            "probe_before": Probe,
+            "probe_after": Probe,
         }
         for key, kind in nested.items():
             if data.get(key) is not None:

@@ -172,6 +172,10 @@ class Result:
     # Which processes the figure combined (their `ProcessInfo.index`): combine's decision, kept
     # so that no reader judges it again; () in a result stored before it was kept.
     process_indices: tuple[int, ...] = ()
+    # How far apart the machine's speed was over the combined processes (`measure.probe`:
+    # highest / lowest probe - 1); None where fewer than two probes were taken. It explains the
+    # figure, it never rescales it.
+    probe_spread_rel: float | None = None
 
     @property
     def rel_ci_halfwidth(self) -> float | None:

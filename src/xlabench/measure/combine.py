@@ -34,6 +34,7 @@ from xlabench.core.result import (
     ResultPolicy,
     interference_reason,
 )
+from xlabench.measure.probe import machine_states
 
 if TYPE_CHECKING:  # measure.sequential builds on this module's t distribution
     from xlabench.measure.sequential import SequentialDesign
@@ -351,7 +352,13 @@ def combine(
         drift_rel_sd=drift.rel_sd if drift is not None else None,
         drift_results=drift.results if drift is not None else 0,
         drift_df=drift.df if drift is not None else None,
+        probe_spread_rel=_probe_spread_rel(used),
     )
+
+
+def _probe_spread_rel(records: Sequence[Record]) -> float | None:
+    spread = machine_states(records)
+    return None if spread is None else spread.rel
 
 
 def _one_process_interval(record: Record) -> Interval:

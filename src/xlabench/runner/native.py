@@ -37,7 +37,7 @@ from xlabench.core import (
 )
 from xlabench.core.backends import NATIVE_BY_NAME
 from xlabench.core.child import run_child
-from xlabench.measure import interference, summarize
+from xlabench.measure import interference, probe, summarize
 from xlabench.measure import parity as paritylib
 
 #: Overrides where the binary is looked up (default: build/native/ of this checkout, then PATH).
@@ -145,10 +145,12 @@ def _measure_in(spec: Spec, entry: Any, backend: Any, model: Any, x: Any,
     reference = paritylib.flatten_outputs(
         backend.to_numpy(backend.make_runner(model, spec.baseline_mode, x).step()))
     spec_path = write_run_spec(artifact, spec, count, settings)
+    probe_before = probe.run_probe()  # the machine's speed, outside the timed phase
     before = interference.snapshot()
     run = _native_timed_phase(artifact, spec_path, deadline_s(settings), count)
     # the native process is a waited-for child: its CPU time counts as this worker's own
     figures = interference.between(before, interference.snapshot())
+    probe_after = probe.run_probe()
     outputs = read_outputs(artifact, run.result)
     bad = paritylib.non_finite_count(outputs)
     if bad:  # as in the Python path: a NaN/inf output fails the whole run
@@ -157,7 +159,8 @@ def _measure_in(spec: Spec, entry: Any, backend: Any, model: Any, x: Any,
     parity = paritylib.compare(outputs, reference, rtol, spec.baseline_mode)
     record = to_record(spec, entry, run, parity, runtime_info, stages_s,
                        {**exported.get("info", {}), "threads": count})
-    return record.replace(interference=figures)
+    return record.replace(interference=figures, probe_before=probe_before,
+                          probe_after=probe_after)
 
 
 def _inject_fault(artifact: Path, fault: str) -> None:

@@ -23,7 +23,7 @@ from xlabench.backends.base import Runner, make_runners
 from xlabench.core import Memory, Parity, Record, Spec, Status, Warmup
 from xlabench.core.backends import info as backend_info
 from xlabench.core.scenario import Scenario, ScenarioOutcome, parse_scenario
-from xlabench.measure import interference, scenarios, stats, timing
+from xlabench.measure import interference, probe, scenarios, stats, timing
 from xlabench.measure.scenarios import RunBatch, ScenarioResult, ServerSearch
 
 #: Fault injection (the worker's XLABENCH_INJECT_FAULT): "slow-sut:MS" sleeps MS milliseconds
@@ -53,10 +53,12 @@ def measure(spec: Spec, backend: Any, model: Any, x: Any,
     for other in runners[1:]:  # their first calls, before LoadGen times anything
         backend.sync(other.step())
     warm = timing.warm_up(runners[0].step, backend.sync, spec.measure)
+    probe_before = probe.run_probe()  # the machine's speed, outside LoadGen's runs
     before = interference.snapshot()
     with _logs_dir(scratch) as outdir:
         outcome, error = run_loadgen(spec, _run_batch(backend, runners, _delay_s(fault)), outdir)
     used = interference.between(before, interference.snapshot())
+    probe_after = probe.run_probe()
     for runner in runners:
         runner.finish()
     steady_s = stats.median(list(warm.step_s[-3:]))
@@ -67,7 +69,7 @@ def measure(spec: Spec, backend: Any, model: Any, x: Any,
         spec=spec, status=Status.FAILED if error else Status.OK, error=error or None,
         warmup=warmup, parity=parity, memory=Memory(peak_device_mb=backend.peak_device_memory_mb()),
         backend_info={**runners[0].info, "warmup_steady": warm.steady}, sync=backend.SYNC,
-        interference=used, scenario=outcome,
+        interference=used, scenario=outcome, probe_before=probe_before, probe_after=probe_after,
     )
 
 

@@ -42,7 +42,7 @@ from xlabench.core import (
 )
 from xlabench.core.backends import COST_BACKEND, model_precision
 from xlabench.measure import env as envinfo
-from xlabench.measure import interference, stats, summarize, timing
+from xlabench.measure import interference, probe, stats, summarize, timing
 from xlabench.measure import parity as paritylib
 from xlabench.runner import native, scenario_run
 from xlabench.runner.isolate import WorkerJob
@@ -158,6 +158,7 @@ def _measure(spec: Spec, entry: Any, settings: MeasureSettings, scratch: str | N
         parity=parity, costs=costs, memory=memory, env={"runtime": runtime},
         backend_info={**runner.info, "warmup_steady": timed["warmup"].steady},
         sync=backend.SYNC, interference=timed["interference"],
+        probe_before=timed["probe_before"], probe_after=timed["probe_after"],
     )
 
 
@@ -215,18 +216,21 @@ def _time_runner(spec: Spec, backend: Any, runner: Runner, settings: MeasureSett
     """Warm-up, calibration, samples, latency: the method of measure.timing, in order.
 
     What else used this worker's CPUs is measured over the timed phases (calibration, samples,
-    latency), the part of the run whose numbers are reported.
+    latency), the part of the run whose numbers are reported; the machine's speed (the probe)
+    just before and just after them, outside their clocks.
     """
     warm = timing.warm_up(runner.step, backend.sync, settings)
     step_s = stats.median(warm.step_s[-3:])
+    probe_before = probe.run_probe()
     before = interference.snapshot()
     steps = timing.calibrate(runner.step, backend.sync, settings, step_s)
     samples = timing.collect_samples(runner.step, backend.sync, settings, steps)
     latency_s = timing.time_latency(
         runner.step, backend.sync, settings.latency_steps, budget_s=settings.latency_budget_s
     )
+    used = interference.between(before, interference.snapshot())
     return {
-        "interference": interference.between(before, interference.snapshot()),
+        "interference": used, "probe_before": probe_before, "probe_after": probe.run_probe(),
         "warmup": warm,
         "throughput": summarize.throughput_stats(
             spec.batch_size, samples.steps_per_sample, samples.sample_s, samples.target_met

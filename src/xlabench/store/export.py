@@ -96,6 +96,9 @@ def full_csv(rows_with_records: Iterable[dict[str, Any]]) -> str:
             "error_detail": record.get("error_detail") or "",
             # a LoadGen scenario's outcome with LoadGen's whole summary ("null": timed loop)
             "scenario_json": json.dumps(record.get("scenario"), sort_keys=True),
+            # the machine's speed just before/after the timed phases (measure.probe)
+            "probe_before_gflops": (record.get("probe_before") or {}).get("gflops"),
+            "probe_after_gflops": (record.get("probe_after") or {}).get("gflops"),
         })
     columns = list(rows[0]) if rows else ["id"]
     return _csv(columns, rows)

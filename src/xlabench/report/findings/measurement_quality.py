@@ -6,6 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from xlabench.analysis import measurement_quality, rerun_agreement
+from xlabench.core.result import Result
+from xlabench.measure.probe import SPANS_STATES_REL, spans_states
 from xlabench.report.model import PAIR_COLUMNS, SPS, Context, Finding
 from xlabench.report.tables import Column, Table
 
@@ -16,6 +18,7 @@ def measurement_quality_finding(ctx: Context) -> Finding:
     frame = measurement_quality(ctx.results)
     if frame.empty:
         return Finding("quality", title, part="beyond", empty="No local results.")
+    frame = frame.assign(probe_spread_pct=[_probe_spread_pct(f) for f in frame["figure"]])
     flagged = int(frame["flagged"].sum())
     single = int((~frame["between_processes"].astype(bool)).sum())
     summary = [
@@ -27,6 +30,7 @@ def measurement_quality_finding(ctx: Context) -> Finding:
         "and should not be trusted." if flagged else
         "No result is flagged for interference.",
         _drift_summary(frame),
+        _machine_states_summary(frame),
     ]
     columns = (
         *PAIR_COLUMNS, Column("backend", "backend"), Column("mode", "mode"),
@@ -34,6 +38,7 @@ def measurement_quality_finding(ctx: Context) -> Finding:
         Column("processes", "processes", "int"),
         Column("processes_total", "of", "int"), Column("processes_flagged", "flagged", "int"),
         Column("ci_method", "interval", "text"), Column("flag_reason", "interference", "text"),
+        Column("probe_spread_pct", "machine's speed varied", "share"),
     )
     reruns = rerun_agreement(ctx.results)
     tables = [Table("Results", frame, columns)]
@@ -42,6 +47,31 @@ def measurement_quality_finding(ctx: Context) -> Finding:
         tables.append(Table("Re-runs of one configuration: do the intervals hold?", reruns,
                             RERUN_TABLE_COLUMNS))
     return Finding("quality", title, summary, [], tables, part="beyond")
+
+
+def _probe_spread_pct(figure: object) -> float | None:
+    """How far the machine's speed (the reference probe) varied over a result's processes."""
+    spread = figure.probe_spread_rel if isinstance(figure, Result) else None
+    return None if spread is None else 100 * spread
+
+
+def _machine_states_summary(frame: pd.DataFrame) -> str:
+    """Which results' processes ran in different machine states (`measure.probe`)."""
+    measured = frame.dropna(subset=["probe_spread_pct"])
+    if measured.empty:
+        return ("No result has the machine's reference probe (a short GEMM each process times "
+                "before and after its samples): whether its processes ran in one machine "
+                "state is not known.")
+    spanning = measured[[spans_states(p / 100) for p in measured["probe_spread_pct"]]]
+    limit = f"{100 * SPANS_STATES_REL:.0f}%"
+    if spanning.empty:
+        return (f"All {len(measured)} results with the machine's reference probe ran in one "
+                f"machine state (its speed varied by at most {limit} over their processes).")
+    names = ", ".join(f"{r.model} {r.backend}/{r.mode}" for r in spanning.itertuples())
+    return (f"{len(spanning)} of {len(measured)} results with the machine's reference probe "
+            f"SPAN MACHINE STATES: its speed varied by more than {limit} over their processes "
+            f"({names}). Part of their spread between processes is the machine's; the figures "
+            "are not rescaled.")
 
 
 def _drift_summary(frame: pd.DataFrame) -> str:
