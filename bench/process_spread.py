@@ -49,6 +49,8 @@ warm-up, parity, sampling, latency steps) takes 15-40 s, a harness 3-15 s, so th
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import math
 import random
@@ -163,20 +165,10 @@ def worker_state(spec: Any, scratch: str) -> tuple[Any, Any, Any]:
     keras.config.set_dtype_policy(DTYPE_POLICY[model_precision(spec.backend, spec.precision)])
     seed_all(spec.seed, spec.backend)
     backend.setup(spec)
-    with getattr(backend, "build_context", _no_context)(spec.seed):
+    build_context = getattr(backend, "build_context", lambda _seed: contextlib.nullcontext())
+    with build_context(spec.seed):
         model = build_for(spec, entry_for(spec))
     return backend, model, backend.make_input(spec)
-
-
-class _no_context:  # noqa: N801 (a stand-in for a backend's build_context)
-    def __init__(self, seed: int) -> None:
-        pass
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def child_export(spec: Any, directory: str) -> dict[str, Any]:
@@ -194,7 +186,7 @@ def child_export(spec: Any, directory: str) -> dict[str, Any]:
 
         compiled = openvino.compile_model(model, x, spec.precision, threads, info)
         request, host_x = compiled.create_infer_request(), runtime.host_input(x)
-        call = lambda: request.infer({0: host_x}, share_inputs=True)  # noqa: E731
+        call = functools.partial(request.infer, {0: host_x}, share_inputs=True)
         manifest.update(artifact=str(Path(directory) / "model.xml"),
                         config=info["openvino_config"])
     elif spec.backend == "iree":
@@ -206,7 +198,7 @@ def child_export(spec: Any, directory: str) -> dict[str, Any]:
             path = Path(directory) / f"arg{index}.npy"
             np.save(path, arg.to_host())
             inputs.append(str(path))
-        call = lambda: iree._to_host(function(*args))  # noqa: E731
+        call = functools.partial(function, *args)
         manifest.update(artifact=str(Path(directory) / "model.vmfb"), inputs=inputs,
                         runtime_flags=list(iree.runtime_flags(threads)), entry=iree.ENTRY,
                         driver=iree.DRIVER)
