@@ -25,8 +25,8 @@ harness per runtime:
 
 xlabench's worker deletes its scratch directory (and so its artifact) when it ends, so the
 artifact the harness runs is exported once per runtime by xlabench's own backend functions in a
-fresh process (`--child export`), with the worker's spec, seed and setup: the same IR/vmfb/
-.tflite a worker builds.
+fresh process (`--child export`), with the worker's spec, seed and setup, built as a worker
+builds it (two IREE exports: weights bit-identical, the vmfb 446 of 181k bytes apart).
 
 Spreads, per runtime and side: min-max of the per-process medians (max/min - 1) and the
 standard deviation of their logs (about the relative SD); the ratio is xlabench's over the
@@ -39,8 +39,9 @@ median of single calls (printed to 0.01 ms); the spreads are what is compared. E
 wall time is in the JSON.
 
 Do not run it on a busy machine: it is a measurement. An xlabench process (build, compile,
-warm-up, parity, sampling, latency steps) takes 15-40 s, a harness 3-15 s, so the defaults
-(5 runtimes x 8 pairs) take 20-30 minutes on a quiet 2-core machine; one runtime about 5:
+warm-up, parity, sampling, latency steps) took about 45 s on the busy 2-core machine this was
+written on (less when quiet), a harness 3-15 s: the defaults (5 runtimes x 8 pairs) take
+roughly 20-40 minutes, one runtime 4-8:
 
     .venv/bin/python bench/process_spread.py --out spread.json
     .venv/bin/python bench/process_spread.py --runtimes openvino --pairs 12 --seconds 5
@@ -363,10 +364,11 @@ def iree_command(manifest: dict[str, Any], seconds: float, scratch: str) -> list
             "--benchmark_report_aggregates_only=true"]
 
 
-def measure_target(args: argparse.Namespace, target: Target, db: str, rng: random.Random,
-                   ) -> dict[str, Any]:
+def measure_target(args: argparse.Namespace, target: Target, workdir: str,
+                   rng: random.Random) -> dict[str, Any]:
     """All pairs of one runtime, interleaved; the figures and both spreads."""
-    scratch = tempfile.mkdtemp(prefix=f"xlabench-spread-{target.backend}-")
+    scratch = tempfile.mkdtemp(prefix=f"{target.backend}-", dir=workdir)
+    db = str(Path(workdir) / "spread.db")  # one store: xlabench's machine peaks and costs once
     spec_path = write_spec(args, target, scratch)
     manifest: dict[str, Any] = {}
     if target.harness != BARE_LOOP:
@@ -437,6 +439,22 @@ def targets(text: str) -> list[Target]:
     return found
 
 
+def measure_all(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every runtime in turn; one that fails says why and the others go on. Artifacts and
+    xlabench's store live in a temporary directory: the figures go to --out."""
+    rng = random.Random(args.seed)
+    found: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="xlabench-spread-") as workdir:
+        for target in args.runtimes:
+            try:
+                found.append(measure_target(args, target, workdir, rng))
+            except (RuntimeError, ValueError, KeyError) as exc:
+                print(f"  {target.name}: skipped: {exc}", flush=True)
+                found.append({"runtime": target.name, "harness": target.harness,
+                              "error": str(exc)})
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="mobilenet_v3_small")
@@ -459,16 +477,7 @@ def main() -> int:
         return child(args)
     if args.pairs < 2 or args.seconds <= 0:
         parser.error("--pairs must be at least 2 and --seconds positive")
-    rng = random.Random(args.seed)
-    db = str(Path(tempfile.mkdtemp(prefix="xlabench-spread-")) / "spread.db")
-    found: list[dict[str, Any]] = []
-    for target in args.runtimes:
-        try:
-            found.append(measure_target(args, target, db, rng))
-        except (RuntimeError, ValueError, KeyError) as exc:  # this runtime only: go on
-            print(f"  {target.name}: skipped: {exc}", flush=True)
-            found.append({"runtime": target.name, "harness": target.harness,
-                          "error": str(exc)})
+    found = measure_all(args)
     print(f"\n{args.model}@{args.resolution} b{args.batch_size}, {args.pairs} pairs, "
           f"{args.seconds:g} s a process; spread = SD of log per-process medians / max/min-1; "
           "ratio = xlabench's / harness's")
