@@ -231,8 +231,11 @@ def _light_venv(root: Path, package: str, version: str) -> Path:
     site = Path(subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         check=True, capture_output=True, text=True).stdout.strip())
-    ours = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
-    (site / "xlabench-test-reuse.pth").write_text("\n".join(sorted(ours)) + "\n")
+    ours = sorted({sysconfig.get_paths()[key] for key in ("purelib", "platlib")})
+    # addsitedir, not a plain path line: it reads the .pth files there too, among them the
+    # editable install's that makes this checkout's xlabench importable
+    (site / "xlabench-test-reuse.pth").write_text(
+        "".join(f"import site; site.addsitedir({path!r})\n" for path in ours))
     dist = site / f"{package.replace('-', '_')}-{version}.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\n"

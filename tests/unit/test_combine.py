@@ -121,6 +121,18 @@ def _process(sps: float, index: int, other_frac: float = 0.0, **record: object) 
         interference=figures, process=ProcessInfo(result_id="r1", index=index, round=index))
 
 
+def test_a_paired_side_keeps_its_flagged_processes_in_round_order() -> None:
+    """`xlabench ab`'s sides (keep_flagged): every successful process makes the figure, so a
+    round with a busy process still pairs; the result still counts the flagged one."""
+    processes = [_process(100.0, 0), _process(60.0, 1, other_frac=0.5), _process(104.0, 2)]
+    result = combine.combine(processes, "r1", ResultPolicy(min_processes=3, keep_flagged=True))
+    assert result.process_medians_sps == (100.0, 60.0, 104.0)
+    assert result.process_rounds == (0, 1, 2) and result.process_indices == (0, 1, 2)
+    assert (result.k, result.k_flagged) == (3, 1)
+    other = combine.combine(processes, "r1", ResultPolicy(min_processes=3))
+    assert other.process_medians_sps == (100.0, 104.0)  # everywhere else: left out
+
+
 def test_combine_uses_clean_processes_and_flags_a_thin_result() -> None:
     policy = ResultPolicy(min_processes=3)
     processes = [_process(100.0, 0), _process(30.0, 1, other_frac=0.5), _process(104.0, 2),

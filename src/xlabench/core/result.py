@@ -52,6 +52,12 @@ class ResultPolicy:
         rerun_flagged: after the grid, configurations left with fewer than `min_processes`
             clean processes get up to this many more rounds (one process each), to replace
             the flagged ones.
+        keep_flagged: combine every successful process, flagged ones too (the result is
+            still flagged and says how many). For the sides of a paired comparison
+            (`xlabench ab`): both processes of a round ran back to back in the machine's state
+            of the moment, a busy neighbour or a stealing hypervisor included, and the paired
+            ratio cancels what they share; dropping a flagged process would unpair its round,
+            and on a VM whose steal comes with its second core nothing would ever decide.
     """
 
     min_processes: int = 3
@@ -59,6 +65,7 @@ class ResultPolicy:
     target_rel_ci: float = 0.05
     budget_s: float = 120.0
     rerun_flagged: int = 3
+    keep_flagged: bool = False
 
     def __post_init__(self) -> None:
         for name in ("min_processes", "max_processes", "rerun_flagged"):

@@ -317,7 +317,8 @@ def combine(
 ) -> Result:
     """The combined figure of one configuration's processes (all with the same spec).
 
-    Clean processes are combined; flagged ones only when no clean process exists. The result
+    Clean processes are combined; flagged ones only when no clean process exists (or always,
+    under `policy.keep_flagged`: the sides of a paired comparison). The result
     is flagged when it has fewer clean processes than the policy's minimum because some were
     measured under interference (or when it had to use flagged ones). With `drift` (the
     environment's between-run variation, from earlier results in the store) the interval also
@@ -328,7 +329,7 @@ def combine(
         raise ValueError("no processes to combine")
     first = records[0]
     clean, flagged = clean_processes(records)
-    used = clean or flagged
+    used = _used_processes(records, clean, flagged, policy)
     flag_reason = _flag_reason(len(clean), flagged, policy)
     if not used:
         failed = next((r for r in reversed(records) if not r.ok), records[-1])
@@ -359,6 +360,16 @@ def combine(
 def _probe_spread_rel(records: Sequence[Record]) -> float | None:
     spread = machine_states(records)
     return None if spread is None else spread.rel
+
+
+def _used_processes(records: Sequence[Record], clean: list[Record], flagged: list[Record],
+                    policy: ResultPolicy) -> list[Record]:
+    """The processes a figure is made of: the clean ones (flagged ones only when none is
+    clean), or every successful one in order under `policy.keep_flagged` (paired sides)."""
+    if policy.keep_flagged:
+        successful = {id(r) for r in (*clean, *flagged)}
+        return [r for r in records if id(r) in successful]
+    return clean or flagged
 
 
 def _one_process_interval(record: Record) -> Interval:

@@ -12,8 +12,11 @@ Both sides are stored in the database as results of one interleaved pair: one sw
 tags on every process, labels `a` and `b` (or the user's), so `xlabench compare DB
 --baseline-label a --label b` pairs them by round as well.
 
-The paired rounds are those both results keep (`measure.combine`: a process measured under
-interference is left out of its result, as everywhere), so `compare` pairs the same ones.
+Both results keep every successful process, flagged for interference or not
+(`ResultPolicy.keep_flagged`): both processes of a round ran back to back, so what disturbed
+one most likely disturbed the other, and the pairing cancels it; dropping one side of a round
+would unpair it. The rounds are read from the stored results (`combine.paired_log_ratios`),
+so `compare` pairs exactly the same ones; flagged processes are counted and shown.
 """
 
 from __future__ import annotations
@@ -267,7 +270,7 @@ def make_configurations(specs: Sequence[Spec], sides: tuple[AbSide, AbSide], swe
     change that a spec refuses)."""
     policy = ResultPolicy(min_processes=settings.design.min_rounds,
                           max_processes=settings.design.max_rounds, budget_s=settings.budget_s,
-                          rerun_flagged=0)
+                          rerun_flagged=0, keep_flagged=True)
     configurations = []
     for spec in specs:
         pair = tuple(side_spec(spec, side, unsafe_load) for side in sides)
@@ -417,8 +420,7 @@ def _look(c: AbConfiguration, design: SequentialDesign, round_index: int,
 
     The rounds are read from the two results as the store combines them
     (`combine.paired_log_ratios`), so `xlabench compare` on the database pairs exactly these
-    rounds: a round one of whose processes was measured under interference (left out of its
-    result, as everywhere) pairs nothing and is said so."""
+    rounds; a round with a process measured under interference says so."""
     last = [p.records[-1] for p in c.processes]
     failed = next((r for r in last if not r.ok or not r.rate_per_s), None)
     if failed is not None:
@@ -427,19 +429,20 @@ def _look(c: AbConfiguration, design: SequentialDesign, round_index: int,
         return
     result_a, result_b = (p.result() for p in c.processes)
     paired = combine.paired_log_ratios(result_b, result_a)
-    dropped = "" if len(paired) > len(c.log_ratios) else (
-        " (this round pairs nothing: a process was measured under interference)")
+    busy = [r for r in last if combine.interference_reason(r.interference)]
+    busy_note = "" if not busy else (
+        f" ({len(busy)} of its processes measured under interference: kept, paired)")
     c.log_ratios = paired
     if len(c.log_ratios) < 2:
         rate_a, rate_b = (r.rate_per_s for r in last)
         assert rate_a and rate_b
         note(f"round {round_index + 1:>2}  {c.name()}: b/a {rate_b / rate_a:.3f} "
-             f"(an interval from 2 paired rounds){dropped}")
+             f"(an interval from 2 paired rounds){busy_note}")
         return
     c.look = sequential_look(c.log_ratios, design)
     if c.look.verdict in DECIDED:
         c.stopped_because = f"decided: {c.look.verdict}"
-    note(f"round {round_index + 1:>2}  {c.name()}: {format_look(c.look)}{dropped}")
+    note(f"round {round_index + 1:>2}  {c.name()}: {format_look(c.look)}{busy_note}")
 
 
 def format_look(look: SequentialLook) -> str:
