@@ -119,12 +119,14 @@ def spread_ratio(ours: float, theirs: float) -> float:
 
 
 def parse_benchmark_app(text: str) -> float:
-    """benchmark_app's median latency in ms (its `[ INFO ] Latency:` block)."""
+    """benchmark_app's median latency in ms (its `[ INFO ] Latency:` block, which says `us`
+    below a millisecond)."""
     block = text.split("Latency:", 1)
-    found = re.search(r"Median:\s*([0-9.]+)\s*ms", block[-1])
+    found = re.search(r"Median:\s*([0-9.]+)\s*(ms|us)", block[-1])
     if len(block) < 2 or not found:
-        raise ValueError("no 'Latency: ... Median: X ms' in benchmark_app's output")
-    return float(found.group(1))
+        raise ValueError("no 'Latency: ... Median: X ms' in benchmark_app's output: "
+                         + text[-600:].replace("\n", " | "))
+    return float(found.group(1)) * (1e-3 if found.group(2) == "us" else 1.0)
 
 
 def benchmark_app_properties(text: str) -> dict[str, str]:
@@ -254,13 +256,14 @@ def child(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------ the parent
-def run_command(command: list[str], what: str) -> str:
-    """stdout of a process that must succeed (else the reason, with its output's tail)."""
+def run_command(command: list[str], what: str, with_stderr: bool = False) -> str:
+    """stdout of a process that must succeed (else the reason, with its output's tail), and
+    its stderr after it `with_stderr` (benchmark_app may log its report there)."""
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         tail = (done.stderr or done.stdout)[-1500:]
         raise RuntimeError(f"{what} exited {done.returncode}:\n{tail}")
-    return done.stdout
+    return done.stdout + ("\n" + done.stderr if with_stderr else "")
 
 
 def run_args(args: argparse.Namespace, target: Target) -> list[str]:
@@ -317,7 +320,7 @@ def harness_process(args: argparse.Namespace, target: Target, spec_path: str,
         return {"median_ms": found["median_ms"], "calls": found["calls"]}
     if target.backend == "openvino":
         text = run_command(benchmark_app_command(manifest, args.seconds, scratch),
-                           "benchmark_app")
+                           "benchmark_app", with_stderr=True)
         from xlabench.backends.openvino import REPORTED
 
         properties = benchmark_app_properties(text)

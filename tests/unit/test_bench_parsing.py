@@ -89,6 +89,13 @@ def test_benchmark_app_median_latency_and_properties() -> None:
     assert "Fill input" not in " ".join(properties)  # step 9 is not a property
 
 
+def test_benchmark_app_median_below_a_millisecond_is_in_microseconds() -> None:
+    """benchmark_app 2026.4 writes `Median: 744.44 us` for a sub-millisecond latency."""
+    text = BENCHMARK_APP_OUTPUT.replace("5.09 ms", "744.44 us")
+    assert "744.44 us" in text
+    assert process_spread.parse_benchmark_app(text) == pytest.approx(0.74444)
+
+
 def test_benchmark_app_without_latency_block_is_refused() -> None:
     with pytest.raises(ValueError, match="Median"):
         process_spread.parse_benchmark_app("[ ERROR ] -nstreams ... set -hint option to none")
