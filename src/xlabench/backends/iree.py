@@ -11,7 +11,7 @@ once). Each step calls the module's `main` and copies its outputs to host NumPy 
 
 fp32 only: the guard checks that every floating argument and result of the exported function,
 and every output the compiled one returns, is float32. Why not bf16 (the table's
-precision_note; checked with iree-base-compiler 3.13 on this AVX512_BF16 CPU):
+precision_note; checked with iree-base-compiler 3.13 on a Zen 4 VM, AVX512_BF16):
 `--iree-global-opt-demote-contraction-inputs-type=bf16` demotes named matmuls only; Keras'
 convolutions reach that pass as linalg.generic and stay f32 (iree-org/iree#17484: ResNet50's
 classifier alone went bf16). A bfloat16 Keras-on-JAX export compiles and runs in bf16, but

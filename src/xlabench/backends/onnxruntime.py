@@ -8,8 +8,8 @@ and `compile` (the InferenceSession, where ORT optimises the graph).
 
 fp32 only (the table's precision_note): Keras' ONNX export needs the float32 dtype policy, and
 ONNX Runtime 1.32's CPU execution provider has no bfloat16 Conv or MatMul kernel (a bf16 node is
-NOT_IMPLEMENTED at session creation; checked on this AVX512_BF16 CPU), so a bf16 ONNX file
-could not run here either.
+NOT_IMPLEMENTED at session creation; checked on a Zen 4 VM, AVX512_BF16), so a bf16 ONNX file
+could not run on such a CPU either.
 """
 
 from __future__ import annotations

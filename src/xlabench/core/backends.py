@@ -150,8 +150,9 @@ BACKENDS: tuple[BackendInfo, ...] = (
             "aoti", "AOTIModelPackageLoader::run returns when its outputs are computed (CPU)",
             "pip install torch (libtorch ships in its wheel), then `make setup`")})),
     # Deployment runtimes convert the fp32 Keras model (model_precision); a precision is what
-    # the runtime executes. Only OpenVINO executes bf16 on a CPU here (its precision hint); why
-    # each other cannot is its precision_note (checked on an AVX512_BF16 CPU, docs/method.md).
+    # the runtime executes. Only OpenVINO executes bf16 on a CPU (its precision hint); why
+    # each other cannot is its precision_note (checked on the Zen 4 VM, AVX512_BF16:
+    # docs/method.md).
     # OpenVINO and IREE have no mode of their own without their compilers.
     BackendInfo(
         "openvino", "OpenVINO", "runtime", ("compiled",),
