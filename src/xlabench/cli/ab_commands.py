@@ -54,7 +54,7 @@ def add_ab(sub: Any) -> None:
                        ("--resolutions", "input sizes (default: each model's own)"),
                        ("--batch-sizes", "batch sizes (default 4)"),
                        ("--backends", "backends (default: tensorflow)"),
-                       ("--modes", "modes (default: each backend's first)"),
+                       ("--modes", "modes (default: every mode of each backend)"),
                        ("--precisions", "fp32, bf16, mixed (default fp32)")):
         grid.add_argument(flag, action="append", default=None, help=what)
     grid.add_argument("--runner", choices=RUNNERS, default=None, help="python (default), native")
