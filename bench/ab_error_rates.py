@@ -62,7 +62,7 @@ def ab(opts: argparse.Namespace, grid: list[str], db: Path, budget_s: float, see
 
 def aa_part(opts: argparse.Namespace) -> None:
     pairs = BACKEND_MODES[:1] if opts.quick else BACKEND_MODES
-    models = MODELS[:1] if opts.quick else MODELS
+    models = MODELS[:1] if opts.quick else tuple(opts.models.split(","))
     verdicts: Counter[str] = Counter()
     decided_s: list[float] = []
     seed = 0
@@ -139,9 +139,10 @@ def ab_part(opts: argparse.Namespace) -> None:
 
 
 def _interval(c: dict[str, Any]) -> str:
+    aside = f" (+{c['rounds_set_aside']} set aside)" if c.get("rounds_set_aside") else ""
     if c.get("ratio_low") is None:
-        return "(no interval)"
-    return f"{c['ratio']:.3f} [{c['ratio_low']:.3f}, {c['ratio_high']:.3f}]"
+        return "(no interval)" + aside
+    return f"{c['ratio']:.3f} [{c['ratio_low']:.3f}, {c['ratio_high']:.3f}]{aside}"
 
 
 def _median(values: list[float]) -> str:
@@ -155,6 +156,8 @@ def main() -> None:
     p.add_argument("--parts", default="aa,ab", help="aa, ab or both (default aa,ab)")
     p.add_argument("--aa-per-config", type=int, default=4,
                    help="A/A comparisons per configuration (default 4: 40 in all)")
+    p.add_argument("--models", default=",".join(MODELS),
+                   help=f"A/A models, comma-separated (default {','.join(MODELS)})")
     p.add_argument("--ab-runs", type=int, default=20, help="A/B comparisons (default 20)")
     p.add_argument("--budget", type=float, default=600.0,
                    help="wall-clock seconds per comparison (default 600, ab's own)")

@@ -7,6 +7,7 @@ per process, so each process takes a few seconds on an idle machine.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -25,6 +26,7 @@ from xlabench.analysis.compare import compare
 from xlabench.cli import ab_commands
 from xlabench.cli.main import main
 from xlabench.core import Record, Spec, Status
+from xlabench.core.record import Probe
 from xlabench.measure.sequential import SequentialDesign
 from xlabench.store import ResultStore
 from xlabench.sweep import ab
@@ -126,6 +128,38 @@ def test_both_sides_stored_as_one_interleaved_pair(tmp_path: Path, record_factor
     assert (pair.ratio.ratio_low, pair.ratio.ratio_high) == pytest.approx(
         (c.look.ratio_low, c.look.ratio_high))
     assert pair.verdict == c.verdict()
+
+
+def test_rounds_across_machine_states_are_set_aside(tmp_path: Path, record_factory) -> None:
+    """The machine flips between a fast state (probe 210 GFLOP/s) and a slow one (probe 170,
+    every figure 0.65x; else 1% noise) from one process to the next, as the Zen 4 VM did: a
+    round whose two processes straddle a flip measures the machine. Those rounds are set
+    aside, the others decide, and `compare` on the database reads the same rounds."""
+    rng = random.Random(7)
+    rate_of = _noisy(1.0, seed=2, sd=0.01)
+    runner = _scripted(record_factory, rate_of)
+
+    def flipping(spec: Spec, python: str | None, env: Mapping[str, str], timeout_s: float,
+                 target: float | None) -> Record:
+        record = runner(spec, python, env, timeout_s, target)
+        slow = rng.random() < 0.4
+        probe = Probe(gflops=170.0 if slow else 210.0, seconds=0.03, n=640, calls=12)
+        assert record.throughput is not None
+        throughput = dataclasses.replace(
+            record.throughput, median_sps=record.throughput.median_sps * (0.65 if slow else 1))
+        return record.replace(throughput=throughput, probe_before=probe, probe_after=probe)
+
+    run = _run(tmp_path, flipping, [], design=SequentialDesign(max_rounds=40))
+    (c,) = run.configurations
+    assert c.rounds_set_aside > 0, (c.log_ratios, c.look, c.stopped_because)
+    # the kept rounds are both fast or both slow: their ratios are 1 +- 3%
+    assert c.verdict() == "same", (c.log_ratios, c.look, c.stopped_because)
+    assert ab.configuration_dict(run, c)["rounds_set_aside"] == c.rounds_set_aside
+    assert "set aside" in ab_commands.format_ab(run)
+    report = compare(CompareSide(tmp_path / "ab.db", "a"), CompareSide(tmp_path / "ab.db", "b"))
+    (pair,) = report.pairs
+    assert pair.ratio is not None and pair.ratio.n_pairs == len(c.log_ratios)
+    assert f"{c.rounds_set_aside} round" in pair.ratio.method and pair.verdict == "same"
 
 
 def test_the_budget_ends_it_inconclusive(tmp_path: Path, record_factory) -> None:

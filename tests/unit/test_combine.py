@@ -11,7 +11,7 @@ import statistics
 import pytest
 
 from tests.conftest import make_record
-from xlabench.core.record import Interference, ProcessInfo
+from xlabench.core.record import Interference, Probe, ProcessInfo
 from xlabench.core.result import ResultPolicy
 from xlabench.measure import combine, stats
 
@@ -232,6 +232,40 @@ def test_result_ratio_pairs_rounds_of_one_sweep_and_needs_two_processes() -> Non
     one = combine.result_ratio(_stored([90.0]), base)
     assert one is not None and one.method == "ci-ends" and not one.between_processes
     assert combine.result_ratio(new, _stored([], status="timeout")) is None
+
+
+def test_rounds_whose_processes_span_machine_states_are_set_aside() -> None:
+    """Round 2's processes read 210 and 160 GFLOP/s on the probe (the machine changed state
+    between them): it is set aside, in the paired t and in the sequential look alike; a round
+    whose processes both ran slow still pairs; results without probes pair every round."""
+    drift = [1.0, 1.0, 1.0, 0.7, 1.0]
+    base = _stored([100.0 * d for d in drift])
+    new = _stored([90.0 * d for d in drift[:2]] + [50.0] + [90.0 * d for d in drift[3:]])
+    fast, slow = 210.0, 160.0
+    base_probes = (fast, fast, fast, slow, fast)
+    new_probes = (fast, fast, slow, slow, fast)
+    probed_base = dataclasses.replace(base, process_probe_before_gflops=base_probes,
+                                      process_probe_after_gflops=base_probes)
+    probed_new = dataclasses.replace(new, process_probe_before_gflops=new_probes,
+                                     process_probe_after_gflops=(None,) * 5)
+    rounds = combine.matched_rounds(probed_new, probed_base)
+    assert rounds.set_aside == (2,) and sorted(rounds.new) == [0, 1, 3, 4]
+    assert combine.paired_log_ratios(probed_new, probed_base) == pytest.approx([math.log(0.9)] * 4)
+    paired = combine.result_ratio(probed_new, probed_base, same_sweep=True)
+    assert paired is not None and paired.n_pairs == 4 and "1 round set aside" in paired.method
+    assert paired.ratio_low == pytest.approx(0.9) == paired.ratio_high
+    assert combine.matched_rounds(new, base).set_aside == ()  # no probes: nothing to go by
+    assert len(combine.paired_log_ratios(new, base)) == 5
+
+
+def test_combine_keeps_each_process_probe_readings() -> None:
+    probes = [Probe(gflops=g, seconds=0.03, n=640, calls=12) for g in (200.0, 170.0)]
+    processes = [make_record(throughput=100.0).replace(
+        probe_before=probes[0], probe_after=probes[i],
+        process=ProcessInfo(result_id="r1", index=i, round=i)) for i in range(2)]
+    result = combine.combine(processes, "r1", ResultPolicy(min_processes=2))
+    assert result.process_probe_before_gflops == (200.0, 200.0)
+    assert result.process_probe_after_gflops == (200.0, 170.0)
 
 
 def _one_process(median: float, low: float, high: float, confidence: float = 0.95):

@@ -5,8 +5,11 @@ process CSV, the report's quality section)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +26,9 @@ from xlabench.measure.probe import (
     PROBE_N,
     SPANS_STATES_REL,
     machine_states,
+    readings,
     run_probe,
+    settle,
     spans_states,
 )
 from xlabench.report import ReportOptions, build_findings
@@ -55,6 +60,41 @@ def test_the_probe_is_a_fixed_gemm_and_gives_a_sane_rate() -> None:
     assert (PROBE_N, PROBE_CALLS) == (640, 12)
     small = run_probe(n=64, calls=3)
     assert (small.n, small.calls) == (64, 3)
+
+
+def _spin_for(seconds: float) -> threading.Thread:
+    """A thread of this process that keeps a CPU busy for `seconds`, as a runtime's pool that
+    spins after its last call does."""
+    def spin() -> None:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_the_probe_waits_for_the_workers_own_threads_to_go_idle() -> None:
+    waited_s, settled = settle()
+    assert settled and waited_s < 0.1  # nothing else runs in this process
+    thread = _spin_for(0.15)
+    waited_s, settled = settle()
+    assert settled and waited_s >= 0.1  # it waited for the spinning thread to stop
+    thread.join()
+    thread = _spin_for(1.0)
+    waited_s, settled = settle(max_s=0.2)
+    assert not settled and 0.2 <= waited_s < 0.5  # a pool that never stops: bounded wait
+    thread.join()
+
+
+def test_a_probe_taken_while_the_worker_was_busy_is_no_machine_reading() -> None:
+    busy = dataclasses.replace(probe(80.0), settled=False)
+    record = make_record().replace(probe_before=busy, probe_after=probe(200.0))
+    assert readings(record) == (None, 200.0)
+    other = make_record().replace(probe_before=probe(205.0), probe_after=probe(201.0))
+    spread = machine_states([record, other])
+    assert spread is not None and spread.probes == 3 and not spread.spans_states
 
 
 def test_the_spread_is_highest_over_lowest_of_every_reading() -> None:

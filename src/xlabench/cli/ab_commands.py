@@ -13,6 +13,7 @@ from xlabench.cli.commands import float_arg, print_note, warn_if_busy
 from xlabench.cli.compare_commands import EXIT_SLOWDOWN, FORMATS, _percent
 from xlabench.core import UserError
 from xlabench.core.spec import RUNNERS
+from xlabench.measure.probe import SPANS_STATES_REL
 from xlabench.store import DEFAULT_DB, ResultStore
 from xlabench.sweep import ab
 from xlabench.sweep.config import build_config
@@ -32,8 +33,8 @@ GRID_KEYS = (("models", "models"), ("resolutions", "resolutions"),
              ("target_ci", "target_ci"), ("sample_budget", "budget"),
              ("min_sample_time", "min_sample_time"))
 CSV_COLUMNS = ("configuration", "verdict", "ratio", "ratio_low", "ratio_high", "rounds",
-               "rounds_needed", "stopped_because", "a_median_sps", "a_processes",
-               "b_median_sps", "b_processes", "environment_differences")
+               "rounds_set_aside", "rounds_needed", "stopped_because", "a_median_sps",
+               "a_processes", "b_median_sps", "b_processes", "environment_differences")
 
 
 def add_ab(sub: Any) -> None:
@@ -173,7 +174,9 @@ def format_ab(run: ab.AbRun) -> str:
         d = ab.configuration_dict(run, c)
         interval = (f"[{_number(d['ratio_low'])}, {_number(d['ratio_high'])}]"
                     if d["ratio_low"] is not None else "-")
-        rows.append((c.name(), d["verdict"], _number(d["ratio"]), interval, str(d["rounds"]),
+        rounds = str(d["rounds"]) + (f" (+{d['rounds_set_aside']} set aside)"
+                                     if d["rounds_set_aside"] else "")
+        rows.append((c.name(), d["verdict"], _number(d["ratio"]), interval, rounds,
                      d["stopped_because"]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
@@ -182,6 +185,10 @@ def format_ab(run: ab.AbRun) -> str:
     lines.append(f"b/a as a rate (above 1: b faster); threshold {100 * design.threshold:g}%, "
                  f"{run.rounds_run} round(s) in {run.wall_s:.0f} s; stored in sweep "
                  f"{run.sweep_id}")
+    if any(c.rounds_set_aside for c in run.configurations):
+        lines.append("set aside: rounds whose processes ran in different machine states "
+                     "(their probes differ by more than "
+                     f"{100 * SPANS_STATES_REL:g}%), stored and not paired")
     for c in run.configurations:
         diffs = ab.configuration_dict(run, c)["environment_differences"]
         if diffs:

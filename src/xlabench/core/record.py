@@ -118,6 +118,12 @@ class Probe:
     seconds: float  # wall time of every call together
     n: int  # the GEMM's size (n x n times n x n, float32)
     calls: int
+    # Seconds waited for the worker's own threads to go idle before the GEMM
+    # (`measure.probe.settle`), and whether they did: a runtime's pool that keeps spinning
+    # after its last call (ONNX Runtime's, OpenMP's under OMP_WAIT_POLICY=ACTIVE) takes a
+    # CPU from the probe, and then the reading is the worker's, not the machine's.
+    settle_s: float = 0.0
+    settled: bool = True
 
 
 @dataclass(frozen=True)

@@ -183,6 +183,12 @@ class Result:
     # highest / lowest probe - 1); None where fewer than two probes were taken. It explains the
     # figure, it never rescales it.
     probe_spread_rel: float | None = None
+    # Each combined process's probe readings (GFLOP/s) before and after its timed phases,
+    # aligned with process_medians_sps (None: not taken; () in a result stored before they
+    # were kept). Pairing by round reads them: a round whose processes ran in different
+    # machine states is set aside (`measure.combine.matched_rounds`).
+    process_probe_before_gflops: tuple[float | None, ...] = ()
+    process_probe_after_gflops: tuple[float | None, ...] = ()
 
     @property
     def rel_ci_halfwidth(self) -> float | None:

@@ -34,7 +34,7 @@ from xlabench.core.result import (
     ResultPolicy,
     interference_reason,
 )
-from xlabench.measure.probe import machine_states
+from xlabench.measure.probe import machine_states, one_state, readings
 
 if TYPE_CHECKING:  # measure.sequential builds on this module's t distribution
     from xlabench.measure.sequential import SequentialDesign
@@ -354,6 +354,8 @@ def combine(
         drift_results=drift.results if drift is not None else 0,
         drift_df=drift.df if drift is not None else None,
         probe_spread_rel=_probe_spread_rel(used),
+        process_probe_before_gflops=tuple(readings(r)[0] for r in used),
+        process_probe_after_gflops=tuple(readings(r)[1] for r in used),
     )
 
 
@@ -549,24 +551,69 @@ def _by_round(result: Result) -> dict[int, float]:
     return {r: math.exp(sum(math.log(v) for v in vs) / len(vs)) for r, vs in rounds.items()}
 
 
-def paired_log_ratios(new: Result, base: Result) -> list[float]:
-    """log(new / base) of the process medians of every round both results have, in round
-    order: what a paired comparison of two interleaved results sees."""
+def _probes_by_round(result: Result) -> dict[int, list[float | None]]:
+    """A result's probe readings (before and after each process) by sweep round."""
+    rounds: dict[int, list[float | None]] = {}
+    for round_, before, after in zip(result.process_rounds, result.process_probe_before_gflops,
+                                     result.process_probe_after_gflops, strict=False):
+        rounds.setdefault(round_, []).extend((before, after))
+    return rounds
+
+
+@dataclass(frozen=True)
+class MatchedRounds:
+    """The rounds two results can be paired on: each side's process median by round, for the
+    rounds both have whose processes ran in one machine state, and the rounds set aside."""
+
+    new: dict[int, float]
+    base: dict[int, float]
+    set_aside: tuple[int, ...]  # both sides ran, but the probes span machine states
+
+    def log_ratios(self) -> list[float]:
+        return [math.log(self.new[r] / self.base[r]) for r in sorted(self.new)]
+
+
+def matched_rounds(new: Result, base: Result) -> MatchedRounds:
+    """The one rule for pairing two results by round. Pairing assumes the machine did the
+    same to both processes of a round; where their probe readings (`measure.probe`) span
+    machine states it did not (the host's slow spells last seconds to minutes on a small VM,
+    and a round of two processes can straddle one), so that round says more about the machine
+    than about the two sides, and it is set aside: stored and shown, never paired. The probe
+    is the machine's figure, not either side's, so choosing rounds by it does not choose by
+    the outcome. Processes without probe readings (older results) are never set aside."""
     by_new, by_base = _by_round(new), _by_round(base)
-    return [math.log(by_new[r] / by_base[r]) for r in sorted(set(by_new) & set(by_base))]
+    probes_new, probes_base = _probes_by_round(new), _probes_by_round(base)
+    both = sorted(set(by_new) & set(by_base))
+    kept = [r for r in both if one_state([*probes_new.get(r, ()), *probes_base.get(r, ())])]
+    return MatchedRounds({r: by_new[r] for r in kept}, {r: by_base[r] for r in kept},
+                         tuple(r for r in both if r not in kept))
+
+
+def paired_log_ratios(new: Result, base: Result) -> list[float]:
+    """log(new / base) of the process medians of every matched round (`matched_rounds`), in
+    round order: what a paired comparison of two interleaved results sees."""
+    return matched_rounds(new, base).log_ratios()
 
 
 def _sequential_ratio(new: Result, base: Result, design: SequentialDesign) -> RatioInterval:
     from xlabench.measure.sequential import sequential_look  # it builds on this module's t
 
-    log_ratios = paired_log_ratios(new, base)
+    rounds = matched_rounds(new, base)
+    log_ratios = rounds.log_ratios()
     look = sequential_look(log_ratios, design)
     base_sps = math.exp(log_mean_se2(base.process_medians_sps)[0])
     return RatioInterval(
         look.ratio, look.ratio_low, look.ratio_high, base_sps * (look.ratio_low - 1),
         base_sps * (look.ratio_high - 1),
-        f"{look.method}, round-matched process medians ({len(log_ratios)} rounds of one sweep)",
+        f"{look.method}, round-matched process medians ({len(log_ratios)} rounds of one "
+        f"sweep{_aside_text(rounds)})",
         len(log_ratios))
+
+
+def _aside_text(rounds: MatchedRounds) -> str:
+    aside = len(rounds.set_aside)
+    return "" if not aside else (f"; {aside} round{'s' if aside != 1 else ''} set aside: "
+                                 "its processes ran in different machine states")
 
 
 def _drift_components(result: Result) -> tuple[float, float]:
@@ -633,15 +680,15 @@ def result_ratio(
     if not (_usable(new) and _usable(base)):
         return _one_process_ratio(new, base, samples)
     if same_sweep:
-        by_new, by_base = _by_round(new), _by_round(base)
-        if len(set(by_new) & set(by_base)) >= 2:
+        rounds = matched_rounds(new, base)
+        if len(rounds.new) >= 2:
             if design is not None:
                 return _sequential_ratio(new, base, design)
-            paired = paired_ratio(by_new, by_base, confidence)
+            paired = paired_ratio(rounds.new, rounds.base, confidence)
             if paired is not None:
                 return dataclasses.replace(
                     paired, method=f"paired t of round-matched process medians "
-                    f"({paired.n_pairs} rounds of one sweep)")
+                    f"({paired.n_pairs} rounds of one sweep{_aside_text(rounds)})")
     mean_new, se2_new = log_mean_se2(new.process_medians_sps)
     mean_base, se2_base = log_mean_se2(base.process_medians_sps)
     drift2_new, drift_df_new = _drift_components(new)

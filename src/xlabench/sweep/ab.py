@@ -15,8 +15,11 @@ tags on every process, labels `a` and `b` (or the user's), so `xlabench compare 
 Both results keep every successful process, flagged for interference or not
 (`ResultPolicy.keep_flagged`): both processes of a round ran back to back, so what disturbed
 one most likely disturbed the other, and the pairing cancels it; dropping one side of a round
-would unpair it. The rounds are read from the stored results (`combine.paired_log_ratios`),
-so `compare` pairs exactly the same ones; flagged processes are counted and shown.
+would unpair it. A round whose processes' probes say the machine changed state between or
+during them is set aside (stored, shown, not paired): the host's slow spells on a small VM
+last seconds to minutes, and such a round measures them. The rounds are read from the stored
+results (`combine.matched_rounds`), so `compare` pairs exactly the same ones; flagged
+processes are counted and shown.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from xlabench.core.record import ProcessInfo
 from xlabench.core.result import ResultPolicy
 from xlabench.measure import combine, stats
 from xlabench.measure import env as envinfo
+from xlabench.measure.probe import readings as probe_readings
 from xlabench.measure.sequential import (
     SequentialDesign,
     SequentialLook,
@@ -228,6 +232,9 @@ class AbConfiguration:
     specs: tuple[Spec, Spec]
     processes: tuple[ResultProcesses, ResultProcesses]
     log_ratios: list[float] = field(default_factory=list)
+    #: Rounds both sides ran whose processes ran in different machine states: not paired
+    #: (`combine.matched_rounds`).
+    rounds_set_aside: int = 0
     look: SequentialLook | None = None
     stopped_because: str = ""
 
@@ -428,11 +435,13 @@ def _look(c: AbConfiguration, design: SequentialDesign, round_index: int,
         note(f"round {round_index + 1:>2}  {c.name()}: {c.stopped_because}")
         return
     result_a, result_b = (p.result() for p in c.processes)
-    paired = combine.paired_log_ratios(result_b, result_a)
+    rounds = combine.matched_rounds(result_b, result_a)
     busy = [r for r in last if combine.interference_reason(r.interference)]
     busy_note = "" if not busy else (
         f" ({len(busy)} of its processes measured under interference: kept, paired)")
-    c.log_ratios = paired
+    if round_index in rounds.set_aside:
+        busy_note += f" (this round set aside: {_states_text(last)})"
+    c.log_ratios, c.rounds_set_aside = rounds.log_ratios(), len(rounds.set_aside)
     if len(c.log_ratios) < 2:
         rate_a, rate_b = (r.rate_per_s for r in last)
         assert rate_a and rate_b
@@ -443,6 +452,13 @@ def _look(c: AbConfiguration, design: SequentialDesign, round_index: int,
     if c.look.verdict in DECIDED:
         c.stopped_because = f"decided: {c.look.verdict}"
     note(f"round {round_index + 1:>2}  {c.name()}: {format_look(c.look)}{busy_note}")
+
+
+def _states_text(records: Sequence[Record]) -> str:
+    """The probe readings of a round's processes, when they span machine states."""
+    rates = [g for r in records for g in probe_readings(r) if g is not None]
+    return (f"the machine changed state within it, probes {min(rates):.0f}-{max(rates):.0f} "
+            "GFLOP/s")
 
 
 def format_look(look: SequentialLook) -> str:
@@ -480,6 +496,7 @@ def configuration_dict(run: AbRun, c: AbConfiguration) -> dict[str, Any]:
         "ratio_low": look.ratio_low if look else None,
         "ratio_high": look.ratio_high if look else None,
         "rounds": len(c.log_ratios),
+        "rounds_set_aside": c.rounds_set_aside,
         "rounds_needed": look.rounds_needed if look else None,
         "method": look.method if look else "",
         "stopped_because": c.stopped_because,
