@@ -45,7 +45,7 @@ def _scripted(record_factory: Callable[..., Record], rate_of: Callable[[Spec, st
     count = [0]
 
     def run(spec: Spec, python: str | None, env: Mapping[str, str], timeout_s: float,
-            target: float | None) -> Record:
+            target: float | None, check_parity: bool = True) -> Record:
         count[0] += 1
         rate = rate_of(spec, python, env, count[0])
         base = record_factory(model=spec.model, backend=spec.backend, mode=spec.mode,
@@ -140,7 +140,7 @@ def test_rounds_across_machine_states_are_set_aside(tmp_path: Path, record_facto
     runner = _scripted(record_factory, rate_of)
 
     def flipping(spec: Spec, python: str | None, env: Mapping[str, str], timeout_s: float,
-                 target: float | None) -> Record:
+                 target: float | None, check_parity: bool = True) -> Record:
         record = runner(spec, python, env, timeout_s, target)
         slow = rng.random() < 0.4
         probe = Probe(gflops=170.0 if slow else 210.0, seconds=0.03, n=640, calls=12)
@@ -162,6 +162,22 @@ def test_rounds_across_machine_states_are_set_aside(tmp_path: Path, record_facto
     assert f"{c.rounds_set_aside} round" in pair.ratio.method and pair.verdict == "same"
 
 
+def test_parity_is_checked_until_a_side_passed_it(tmp_path: Path, record_factory) -> None:
+    runner = _scripted(record_factory, _noisy(1.0))
+    asked: list[tuple[str, bool]] = []
+
+    def recording(spec: Spec, python: str | None, env: Mapping[str, str], timeout_s: float,
+                  target: float | None, check_parity: bool = True) -> Record:
+        asked.append(("b" if env else "a", check_parity))
+        record = runner(spec, python, env, timeout_s, target)
+        return record if check_parity else record.replace(parity=None)
+
+    _run(tmp_path, recording, ["env:X=1"], design=SequentialDesign(max_rounds=4, min_rounds=3))
+    for side in "ab":
+        checks = [check for s, check in asked if s == side]
+        assert checks == [True, False, False, False]
+
+
 def test_the_budget_ends_it_inconclusive(tmp_path: Path, record_factory) -> None:
     def slow(spec: Spec, python: str | None, env: Mapping[str, str], n: int) -> float:
         return 100.0 * (1.3 if n % 4 == 0 else 0.8)  # wide spread: no verdict soon
@@ -170,7 +186,7 @@ def test_the_budget_ends_it_inconclusive(tmp_path: Path, record_factory) -> None
     now_s = [0.0]
 
     def timed(spec: Spec, python: str | None, env: Mapping[str, str], timeout_s: float,
-              target: float | None) -> Record:
+              target: float | None, check_parity: bool = True) -> Record:
         now_s[0] += 10.0  # each process takes 10 s on this clock
         return runner(spec, python, env, timeout_s, target).replace(duration_s=10.0)
 
@@ -183,7 +199,7 @@ def test_the_budget_ends_it_inconclusive(tmp_path: Path, record_factory) -> None
 
 def test_a_failed_process_stops_its_configuration(tmp_path: Path, record_factory) -> None:
     def failing(spec: Spec, python: str | None, env: Mapping[str, str], timeout_s: float,
-                target: float | None) -> Record:
+                target: float | None, check_parity: bool = True) -> Record:
         return record_factory(status=Status.CRASHED).replace(spec=spec)
 
     run = _run(tmp_path, failing, [])
@@ -278,14 +294,20 @@ def _light_venv(root: Path, package: str, version: str) -> Path:
 
 
 @pytest.mark.slow
-def test_real_aa_has_no_false_verdict_and_compare_pairs_it(run_cli) -> None:
+def test_real_aa_has_no_false_verdict_and_compare_pairs_it(tmp_path: Path, run_cli) -> None:
     done = run_cli("ab", *GRID, *QUICK, "--db", "ab.db", "--min-rounds", "3",
                    "--max-rounds", "4", "--format", "json")
     assert done.returncode == 0, done.stderr
     (c,) = json.loads(done.stdout)["configurations"]
     assert c["verdict"] in ("same", "inconclusive")
-    assert c["a"]["processes"] == c["b"]["processes"] == c["rounds"] == 4
+    assert c["a"]["processes"] == c["b"]["processes"] == c["rounds"] + c["rounds_set_aside"] == 4
     assert "round  4" in done.stderr
+    # parity is checked in each side's first process only (same spec, same outputs)
+    parity = sqlite3.connect(tmp_path / "ab.db").execute(
+        "SELECT label, process_index, parity_passed FROM results ORDER BY id").fetchall()
+    assert sorted((label, index) for label, index, passed in parity if passed is not None) \
+        == [("a", 0), ("b", 0)]
+    assert all(passed in (1, None) for _, _, passed in parity)
     compared = run_cli("compare", "ab.db", "--baseline-label", "a", "--label", "b",
                        "--format", "json")
     assert compared.returncode == 0, compared.stderr

@@ -35,15 +35,21 @@ class WorkerJob:
 
     spec: Spec
     sampling_target_rel_ci: float | None = None
+    #: False: skip the parity check (`xlabench ab` checks it in a side's first process only:
+    #: the same model, weights and input give the same outputs in every process, and on JAX
+    #: the eager reference compiles every op, about half of a small model's process).
+    check_parity: bool = True
 
     def to_json(self) -> str:
         return json.dumps({"spec": self.spec.to_dict(),
-                           "sampling_target_rel_ci": self.sampling_target_rel_ci})
+                           "sampling_target_rel_ci": self.sampling_target_rel_ci,
+                           "check_parity": self.check_parity})
 
     @classmethod
     def from_json(cls, text: str) -> WorkerJob:
         data = json.loads(text)
-        return cls(Spec.from_dict(data["spec"]), data.get("sampling_target_rel_ci"))
+        return cls(Spec.from_dict(data["spec"]), data.get("sampling_target_rel_ci"),
+                   bool(data.get("check_parity", True)))
 
 
 @dataclass(frozen=True)
@@ -79,17 +85,18 @@ def run_isolated(
     *,
     placement: Placement = LOCAL,
     sampling_target_rel_ci: float | None = None,
+    check_parity: bool = True,
     python: str = sys.executable,
     worker_args: Sequence[str] = (),
 ) -> Record:
     """Run `spec` in a fresh worker process with a deadline. Always returns a record.
 
-    `sampling_target_rel_ci`: this process's relaxed sampling target (`WorkerJob`).
+    `sampling_target_rel_ci`, `check_parity`: this process's settings (`WorkerJob`).
     """
     start, started = time.perf_counter(), utc_now()
     with tempfile.TemporaryDirectory(prefix="xlabench-run-") as tmp:
         job_path, record_path = Path(tmp) / "job.json", Path(tmp) / "record.json"
-        job_path.write_text(WorkerJob(spec, sampling_target_rel_ci).to_json())
+        job_path.write_text(WorkerJob(spec, sampling_target_rel_ci, check_parity).to_json())
         command = [python, "-m", "xlabench.runner.worker", str(job_path), str(record_path),
                    *worker_args]
         status, reason, log_tail = _wait(command, placement, worker_timeout_s(spec, timeout_s))

@@ -73,7 +73,7 @@ def prepare_process(spec: Spec, scratch: str) -> None:
 
 
 def run_spec(spec: Spec, sampling_target_rel_ci: float | None = None,
-             scratch: str | None = None) -> Record:
+             scratch: str | None = None, check_parity: bool = True) -> Record:
     """Measure `spec` in this process (sampling to the relaxed target if one is given, see
     `WorkerJob`; `scratch`: the worker's own directory, for LoadGen's logs). Never raises:
     failures come back as records."""
@@ -87,7 +87,8 @@ def run_spec(spec: Spec, sampling_target_rel_ci: float | None = None,
         if problem:
             return failure(spec, Status.UNSUPPORTED, problem, **entry_fields)
         scenario_run.require_loadgen(spec)
-        record = _measure(spec, entry, sampling_settings(spec, sampling_target_rel_ci), scratch)
+        record = _measure(spec, entry, sampling_settings(spec, sampling_target_rel_ci), scratch,
+                          check_parity)
     except UserError as exc:
         record = failure(spec, Status.FAILED, str(exc), **entry_fields)
     except NonFiniteOutputError as exc:
@@ -105,8 +106,8 @@ def run_spec(spec: Spec, sampling_target_rel_ci: float | None = None,
                           duration_s=time.perf_counter() - start)
 
 
-def _measure(spec: Spec, entry: Any, settings: MeasureSettings, scratch: str | None = None
-             ) -> Record:
+def _measure(spec: Spec, entry: Any, settings: MeasureSettings, scratch: str | None = None,
+             check_parity: bool = True) -> Record:
     backend = backends.load(spec.backend)
     import keras
 
@@ -137,7 +138,9 @@ def _measure(spec: Spec, entry: Any, settings: MeasureSettings, scratch: str | N
     runner = backend.make_runner(model, spec.mode, x)
     first_s, out = timing.time_call(runner.step, backend.sync)
     outputs = _finite_outputs(backend.to_numpy(out), spec)
-    parity = _parity(spec, backend, model, x, outputs)
+    parity = _parity(spec, backend, model, x, outputs) if check_parity else None
+    if not check_parity:
+        runner.info["parity"] = "not checked in this process (checked in its side's first)"
     del out
     timed = _time_runner(spec, backend, runner, settings)
     runner.finish()
@@ -311,7 +314,7 @@ def main(argv: list[str]) -> int:
     scratch = tempfile.mkdtemp(prefix="xlabench-worker-")
     try:
         prepare_process(job.spec, scratch)
-        record = run_spec(job.spec, job.sampling_target_rel_ci, scratch)
+        record = run_spec(job.spec, job.sampling_target_rel_ci, scratch, job.check_parity)
         bad = os.environ.get(FAULT_ENV) == "badrecord"
         write_json_atomic(record_path, "{half a record" if bad else record.to_json())
     finally:

@@ -298,20 +298,21 @@ def new_sweep_id() -> str:
 
 # ------------------------------------------------------------------------------ the loop
 #: Runs one process: (spec, interpreter or None, extra environment, deadline, relaxed
-#: sampling target or None) -> record.
-ProcessRunner = Callable[[Spec, str | None, Mapping[str, str], float, float | None], Record]
+#: sampling target or None, whether to check parity) -> record.
+ProcessRunner = Callable[[Spec, str | None, Mapping[str, str], float, float | None, bool], Record]
 #: z of a 95% interval: turns Kalibera & Jones's samples per process into a sampling target.
 Z95 = 1.96
 
 
 def run_process(spec: Spec, python: str | None, env: Mapping[str, str],
-                timeout_s: float, sampling_target_rel_ci: float | None = None) -> Record:
+                timeout_s: float, sampling_target_rel_ci: float | None = None,
+                check_parity: bool = True) -> Record:
     """One fresh worker with the side's interpreter and environment variables. The record's
     environment is the worker's own, with the side's variables added to its flags (an
     arbitrary variable is no RESULT_FLAG, yet it is what differs), and its id follows."""
     record = run_isolated(spec, timeout_s, placement=Placement(env=dict(env)),
                           sampling_target_rel_ci=sampling_target_rel_ci,
-                          python=python or sys.executable)
+                          check_parity=check_parity, python=python or sys.executable)
     recorded = dict(record.env)
     recorded["flags"] = {**(recorded.get("flags") or {}), **env}
     return record.replace(env=recorded, env_id=envinfo.env_id(recorded))
@@ -372,12 +373,19 @@ def _run_round(run: AbRun, live: Sequence[AbConfiguration], round_index: int,
         timeout_s = min(run.settings.timeout_s, run.settings.budget_s)
         target, reason = sampling_target(processes.records)
         record = runner(configuration.specs[side_index], side.python, side.environment(),
-                        timeout_s, target)
+                        timeout_s, target, not _parity_checked(processes.records))
         info = ProcessInfo(result_id=processes.result_id, index=len(processes.records),
                            round=round_index, sampling_target_rel_ci=target,
                            sampling_reason=reason)
         record = save_record(store, record.replace(process=info), run.sweep_id, side.label)
         processes.records.append(record)
+
+
+def _parity_checked(records: Sequence[Record]) -> bool:
+    """Whether a process of this side already passed the parity check: the same spec, seed and
+    input give the same outputs in every process, so later ones skip it (on JAX the eager
+    reference compiles every op: about half of a small model's process)."""
+    return any(r.ok and r.parity is not None and r.parity.passed for r in records)
 
 
 def sampling_target(records: Sequence[Record]) -> tuple[float | None, str]:
