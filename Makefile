@@ -18,7 +18,8 @@ timed = ( t0=$$(date +%s); $(2); rc=$$?; echo "stage $(1): $$(( $$(date +%s) - t
 NATIVE_BUILD := build/native
 CMAKE_GENERATOR ?= $(if $(shell command -v ninja 2>/dev/null),Ninja,Unix Makefiles)
 
-.PHONY: setup demo test lint unit zoo zoo-runtimes clean browser native native-build native-tools
+.PHONY: setup demo test lint unit zoo zoo-runtimes clean browser native native-build native-tools \
+	study study-run study-report
 
 setup: $(STAMP) native-build
 
@@ -59,6 +60,24 @@ demo: setup
 	$(BIN)/xlabench results --db $(DEMO_DB)
 	$(BIN)/xlabench report --db $(DEMO_DB) --out demo-report
 	@echo "report: demo-report/index.html (findings: demo-report/findings.md)"
+
+# The study on this machine's CPU (issue 38), published in the repository: `--preset study-cpu`
+# into results/cpu/<device>/study.db, the device named as results name it, with the environment
+# and commit of each sitting in ENVIRONMENT.json beside it. Resumable: run it again to go on.
+# `make study` runs every tier; `make study-run TIER=1` (or TIER=1,2) some. Run it on a quiet
+# machine (no build or test beside it). `make study-report`: one report from every
+# results/cpu/*/study.db and the study's published numbers, into results/report/; no benchmark.
+STUDY_ROOT ?= results/cpu
+STUDY_PUBLISHED ?= tests/data/study_best_per_resolution_and_gpu.csv
+study: study-run
+
+study-run: $(STAMP)
+	db=$$($(BIN)/xlabench study-env --root $(STUDY_ROOT)) && \
+	  $(BIN)/xlabench sweep --preset study-cpu $(if $(TIER),--tier $(TIER)) --db "$$db"
+
+study-report: $(STAMP)
+	$(BIN)/xlabench study-report --root $(STUDY_ROOT) --out results/report \
+	  --published $(STUDY_PUBLISHED)
 
 lint: setup
 	$(call timed,lint,$(BIN)/ruff check src tests bench && $(BIN)/lint-imports)

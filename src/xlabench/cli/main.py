@@ -13,6 +13,7 @@ from xlabench.cli import (
     compare_commands,
     merge_commands,
     report_commands,
+    study_commands,
     sweep_commands,
 )
 from xlabench.core import UserError
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     for register in (
         *commands.REGISTRARS, *sweep_commands.REGISTRARS, *report_commands.REGISTRARS,
         *merge_commands.REGISTRARS, *compare_commands.REGISTRARS, *ab_commands.REGISTRARS,
+        *study_commands.REGISTRARS,
     ):
         register(sub)
     return parser

@@ -41,7 +41,7 @@ def add_report(sub: Any) -> None:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    _require_report_packages()
+    require_report_packages()
     # Imported here: pandas, plotly and matplotlib are the optional 'report' extra.
     from xlabench.analysis import comparison_for, load_results
     from xlabench.report import ReportOptions, write_report
@@ -60,7 +60,7 @@ def report_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _require_report_packages() -> None:
+def require_report_packages() -> None:
     import importlib.util
 
     missing = [p for p in REPORT_PACKAGES if importlib.util.find_spec(p) is None]

@@ -18,7 +18,7 @@ from xlabench.core.spec import BACKEND_MODES, RUNNERS
 from xlabench.measure.scenarios import load_loadgen
 from xlabench.runner import native
 from xlabench.sweep import PRESETS, Sweep, build_config, format_plan, format_summary, load_toml
-from xlabench.sweep.config import EXECUTORS, SCENARIO_KEYS, SweepConfig
+from xlabench.sweep.config import EXECUTORS, SCENARIO_KEYS, TIERS_KEY, SweepConfig
 from xlabench.sweep.expand import expand
 
 #: Flags whose values override the preset and the TOML file; (flag dest, setting key).
@@ -33,7 +33,7 @@ OVERRIDES = (
     ("result_target_ci", "result_target_ci"), ("result_budget", "result_budget"),
     ("rerun_flagged", "rerun_flagged"),
     ("runner", "runner"), ("label", "label"), ("unsafe_load", "unsafe_load"),
-    ("scenarios", "scenarios"), *((key, key) for key in SCENARIO_KEYS),
+    ("scenarios", "scenarios"), ("tiers", TIERS_KEY), *((key, key) for key in SCENARIO_KEYS),
 )
 
 
@@ -50,7 +50,8 @@ def add_sweep(sub: Any) -> None:
                    help="study: the study's grid (with the runtimes); gpu: JAX and torch on a GPU; "
                    "demo: a small CPU grid (make demo); runtimes: every deployment runtime against "
                    "TensorFlow, batch 1 and 4; compare: three models at 224 "
-                   "on every backend/mode and runner, side by side")
+                   "on every backend/mode and runner, side by side; study-cpu: the gpu preset's "
+                   "models on TF eager/graph/XLA, OpenVINO and ONNX Runtime, in tiers (--tier)")
     p.add_argument("--config", metavar="SWEEP.toml", default=None,
                    help="TOML file with the same keys as the flags (e.g. batch_sizes = [1, 4])")
     grid = p.add_argument_group("grid (comma-separated lists; repeatable)")
@@ -71,6 +72,10 @@ def add_sweep(sub: Any) -> None:
                       help=f"{SCENARIO_HELP}; each configuration runs each scenario instead of "
                       "the timed loop (single-stream: batch 1 only)")
     grid.add_argument("--repeats", type=int, default=None, help="runs of each configuration")
+    grid.add_argument("--tier", "--tiers", dest="tiers", action="append", default=None,
+                      metavar="N", help="run these tiers of a tiered preset (study-cpu: 1 = one "
+                      "model per family, 2 = the rest of the study's published-table models, "
+                      "3 = the rest, if any); e.g. --tier 1,2 (default: all)")
     grid.add_argument("--runner", choices=RUNNERS, default=None,
                       help="python, or native: xlabench-native times the exported compiled "
                            "artifacts (modes without a native runtime are left out)")

@@ -57,3 +57,10 @@ def device_cores(env: Mapping[str, Any]) -> int | None:
     """The CPU cores a record's worker could use (None where the fingerprint has none)."""
     cores = env.get("cpu_threads")
     return int(cores) if isinstance(cores, int | float) and cores else None
+
+
+def device_slug(name: str) -> str:
+    """A device name as a folder name: ``AMD EPYC (Zen 4) ×2`` -> ``amd-epyc-zen-4-x2``
+    (lower case; every run of other characters one hyphen; × as x)."""
+    text = str(name).replace("×", "x").lower()
+    return re.sub(r"[^a-z0-9]+", "-", text).strip("-") or "unknown"

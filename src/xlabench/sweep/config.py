@@ -55,6 +55,8 @@ class GridPart:
     #: with the settings given (`SCENARIO_KEYS`: key, value pairs).
     scenarios: tuple[str, ...] = ()
     scenario_values: tuple[tuple[str, Any], ...] = ()
+    #: The preset's tier this part belongs to (`--tier`); None: the preset has no tiers.
+    tier: int | None = None
 
     def __post_init__(self) -> None:
         _check_choices("backend", self.backends, BACKEND_MODES)
@@ -96,6 +98,10 @@ class SweepConfig:
     policy: ResultPolicy = field(default_factory=ResultPolicy)
     label: str | None = None  # stored on every process and result (`xlabench compare`)
     unsafe_load: bool = False  # own model files may run the code they hold (Lambda layers)
+    #: The tiers to run (`--tier`), or None for every part. Parts of other tiers stay in
+    #: `parts`: a tier's sweep id is its whole preset's, so the tiers run one by one resume
+    #: one sweep (`expand.expand`).
+    tiers: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.label is not None:
@@ -126,8 +132,10 @@ POLICY_KEYS = {"processes": "min_processes", "max_processes": "max_processes",
 #: Measurement keys: the CLI flag names, plus a [measure] table of MeasureSettings fields.
 MEASURE_FLAG_KEYS = {"target_ci": "target_rel_ci", "budget": "budget_s",
                      "min_sample_time": "min_sample_s"}
+#: Which of a tiered preset's tiers to run (`--tier 1,2`; default all).
+TIERS_KEY = "tiers"
 TOML_KEYS = ("preset", *PART_KEYS, *SCENARIO_KEYS, *RUN_KEYS, *POLICY_KEYS, *MEASURE_FLAG_KEYS,
-             "measure")
+             "measure", TIERS_KEY)
 
 
 def build_config(
@@ -154,6 +162,7 @@ def build_config(
     parts = [dict(p) for p in base.get("parts", ({},))]
     run = {k: v for k, v in base.items() if k not in ("parts", "policy")}
     policy = dict(base.get("policy", {}))
+    tiers = None
     for layer in layers:
         unknown = sorted(set(layer) - set(TOML_KEYS))
         if unknown:
@@ -161,10 +170,32 @@ def build_config(
         parts = [_override_part(part, layer) for part in parts]
         run.update(_run_values(layer))
         policy.update(policy_values(layer))
+        if layer.get(TIERS_KEY) is not None:
+            tiers = tuple(dict.fromkeys(_integer("tier", v)
+                                        for v in _items("tier", layer[TIERS_KEY])))
+    if tiers is not None:  # against the preset's own tiers, before a filter drops a part
+        check_tiers(tiers, [GridPart(**p) for p in base.get("parts", ())], preset)
     kept = tuple(GridPart(**p) for p in parts if p is not None)
     if not kept:
         raise UserError("the grid is empty: the model filters exclude every part of the preset")
-    return SweepConfig(parts=kept, preset=preset, policy=make_policy(policy), **run)
+    return SweepConfig(parts=kept, preset=preset, policy=make_policy(policy), tiers=tiers,
+                       **run)
+
+
+def check_tiers(tiers: Iterable[int], parts: Iterable[GridPart], preset: str | None) -> None:
+    """Every tier asked for is one of the preset's parts' tiers.
+
+    Raises:
+        UserError: the preset has no tiers, or not the one asked for (one line).
+    """
+    known = sorted({p.tier for p in parts if p.tier is not None})
+    if not known:
+        what = f"preset {preset!r}" if preset else "a sweep without a preset"
+        raise UserError(f"--tier selects a tier of a tiered preset (study-cpu); {what} has none")
+    for tier in tiers:
+        if tier not in known:
+            raise UserError(f"preset {preset!r} has no tier {tier}; "
+                            f"it has {', '.join(map(str, known))}")
 
 
 def policy_values(layer: Mapping[str, Any]) -> dict[str, Any]:

@@ -37,11 +37,18 @@ class Grid:
     specs: tuple[Spec, ...]
     #: reason -> how many configurations were left out for it (refused resolutions, ...)
     skipped: Mapping[str, int]
+    #: spec id -> the preset tier it belongs to (a tiered preset's specs only)
+    tiers: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    #: The spec ids the sweep id is made of when they are not `specs`' own: every tier's,
+    #: when `--tier` runs some of a tiered preset.
+    identity_ids: tuple[str, ...] = ()
 
     def sweep_id(self, label: str | None = None) -> str:
         """Same grid (and label), same id: a resumed sweep keeps writing under the id it
-        started with; the same grid under another label is another sweep."""
-        joined = ",".join(sorted(s.spec_id() for s in self.specs))
+        started with; the same grid under another label is another sweep. Each tier of a
+        preset has its whole grid's id, so its tiers run one by one continue one sweep."""
+        ids = self.identity_ids or tuple(s.spec_id() for s in self.specs)
+        joined = ",".join(sorted(ids))
         if label:
             joined += f"|label={label}"
         return hashlib.sha256(joined.encode()).hexdigest()[:12]
@@ -60,20 +67,36 @@ def expand(config: SweepConfig) -> Grid:
     A model may also be the user's own (a .keras file or a module:function factory, zoo.own):
     it runs beside the registry's, whatever the family and kind filters say.
 
+    `config.tiers` keeps the specs of those tiers (and what they left out); the others are
+    expanded too, for the sweep id (`Grid.identity_ids`).
+
     Raises:
         UserError: an unknown model or family, a bad own model, or an empty grid.
     """
     specs: dict[str, Spec] = {}
+    tiers: dict[str, int] = {}
     skipped: Counter[str] = Counter()
     for part in config.parts:
+        selected = config.tiers is None or part.tier in config.tiers
+        part_skipped: Counter[str] = Counter()
         models = part_models(part, config.unsafe_load)
         for repeat in range(part.repeats):
             for entry, fields in models:
-                for spec in _entry_specs(entry, part, repeat, skipped, fields):
-                    specs.setdefault(spec.spec_id(), spec)
+                for spec in _entry_specs(entry, part, repeat, part_skipped, fields):
+                    key = spec.spec_id()
+                    if key not in specs and part.tier is not None:
+                        tiers[key] = part.tier
+                    specs.setdefault(key, spec)
+        if selected:
+            skipped.update(part_skipped)
+    identity: tuple[str, ...] = ()
+    if config.tiers is not None:
+        identity = tuple(specs)
+        specs = {key: spec for key, spec in specs.items() if tiers.get(key) in config.tiers}
     if not specs:
         raise UserError(f"the grid is empty: {_why_empty(skipped)}")
-    return Grid(specs=tuple(specs.values()), skipped=dict(skipped))
+    return Grid(specs=tuple(specs.values()), skipped=dict(skipped),
+                tiers={key: tiers[key] for key in specs if key in tiers}, identity_ids=identity)
 
 
 def part_models(part: GridPart, unsafe_load: bool = False

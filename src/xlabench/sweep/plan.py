@@ -108,7 +108,25 @@ def format_plan(plan: Plan, db: str, env_ids: Iterable[str] = ()) -> str:
     lines += [f"  {key.ljust(width)}  {n}" for key, n in sorted(counts.items())]
     lines += _skipped_lines(grid.skipped)
     lines.append(_estimate_line(plan))
+    lines += _tier_lines(plan)
     return "\n".join(lines)
+
+
+def _tier_lines(plan: Plan) -> list[str]:
+    """A tiered preset's plan per tier: configurations to run and their estimate, so each
+    sitting can be sized from its tier's own ETA."""
+    tiers = plan.grid.tiers
+    lines = []
+    for tier in sorted(set(tiers.values())):
+        todo = [s.spec_id() for s in plan.todo if tiers.get(s.spec_id()) == tier]
+        in_grid = sum(1 for key in tiers.values() if key == tier)
+        known = [plan.estimate_s[key] for key in todo if key in plan.estimate_s]
+        estimate = format_duration(sum(known) / plan.workers) if known else "?"
+        rest = len(todo) - len(known)
+        extra = f" ({rest} without history, not counted)" if known and rest else ""
+        lines.append(f"  tier {tier}: {len(todo)} of {in_grid} configurations to run, "
+                     f"estimate {estimate}{extra}")
+    return lines
 
 
 def _skipped_lines(skipped: Mapping[str, int]) -> list[str]:

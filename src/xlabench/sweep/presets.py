@@ -52,6 +52,43 @@ def _gpu_models() -> tuple[str, ...]:
 
 
 GPU_MODELS = _gpu_models()
+
+
+def _study_cpu_tiers() -> dict[int, tuple[str, ...]]:
+    """GPU_MODELS in the order a 2-core machine should measure them: tier 1 the smallest of each
+    family (fewest MACs at its default resolution; registry order where a MAC count is missing),
+    tier 2 the rest of the published-table models, tier 3 everything else. A tier with no
+    model is left out (a part with no models would mean every model): GPU_MODELS' other
+    families have one model each, so there is no tier 3 today."""
+    order = {entry.name: i for i, entry in enumerate(REGISTRY)}
+    smallest: dict[str, str] = {}
+    for name in GPU_MODELS:
+        entry = REGISTRY.get(name)
+        best = smallest.get(entry.family)
+        if best is None or _size_key(name, order) < _size_key(best, order):
+            smallest[entry.family] = name
+    first = tuple(m for m in GPU_MODELS if m in smallest.values())
+    published = tuple(m for m in STUDY_PUBLISHED_MODELS if m not in first)
+    rest = tuple(m for m in GPU_MODELS if m not in first and m not in published)
+    return {tier: models for tier, models in ((1, first), (2, published), (3, rest)) if models}
+
+
+def _size_key(name: str, order: dict[str, int]) -> tuple[float, int]:
+    macs = REGISTRY.get(name).macs
+    return (float(macs) if macs else float("inf"), order[name])
+
+
+#: `--preset study-cpu`'s tiers (`--tier N`): tier -> models, each run in full before the next.
+STUDY_CPU_TIERS = _study_cpu_tiers()
+#: What each study-cpu model runs on: the study's TF without/with XLA and the honest graph
+#: baseline, and the two runtimes a CPU deployer picks (compiled: their optimised setting).
+_STUDY_CPU_ENGINES: tuple[dict[str, Any], ...] = (
+    {"backends": ("tensorflow",), "modes": ("eager", "graph", "xla")},
+    {"backends": ("openvino", "onnxruntime"), "modes": ("compiled",)},
+)
+#: One process of EfficientNet-B7@600 in TF XLA took 184 s on a 2-vCPU Zen 5 (NASNetLarge@331
+#: on OpenVINO 52 s): three times the slowest seen lets a slower CPU finish, and ends a hang.
+STUDY_CPU_TIMEOUT_S = 600.0
 _DEMO_COMMON: dict[str, Any] = {
     "resolutions": (64,), "batch_sizes": (4,), "precisions": ("fp32",), "measure": DEMO_MEASURE,
 }
@@ -122,5 +159,15 @@ PRESETS: dict[str, dict[str, Any]] = {
             "resolutions": (DEFAULT_RESOLUTION,), "batch_sizes": (1, 4),
             "precisions": ("fp32",), "backends": ("tensorflow", *RUNTIMES), "modes": (),
         },),
+    },
+    # A 2-core CPU's study (issue 38): GPU_MODELS at their own resolution, batch 4, fp32, on TF
+    # eager/graph/XLA, OpenVINO and ONNX Runtime; every part tagged with its tier (`--tier`).
+    # The method's default processes per result (no policy here).
+    "study-cpu": {
+        "parts": tuple(
+            {"models": models, "resolutions": (DEFAULT_RESOLUTION,), "batch_sizes": (4,),
+             "precisions": ("fp32",), "tier": tier, **engines}
+            for tier, models in STUDY_CPU_TIERS.items() for engines in _STUDY_CPU_ENGINES),
+        "timeout_s": STUDY_CPU_TIMEOUT_S,
     },
 }

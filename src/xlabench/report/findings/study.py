@@ -146,8 +146,33 @@ def fastest_finding(ctx: Context) -> Finding:
                             note="'within noise': the winner's CI overlaps the runner-up's."))
     summary = [f"@{r['resolution']} {r['model']}" + _published(r['origin'])
                for r in fastest_per_resolution(ctx.results, cmp).to_dict("records")]
-    return Finding("fastest", title, summary=["Fastest over all devices: " + ", ".join(summary)],
+    claims = _study_winner_claims(fastest_per_resolution(ctx.results, cmp, by_device=True))
+    return Finding("fastest", title,
+                   summary=["Fastest over all devices: " + ", ".join(summary), *claims],
                    charts=charts, tables=tables)
+
+
+def _study_winner_claims(winners: pd.DataFrame) -> list[str]:
+    """At each resolution the study published a winner for: whether its fastest model is the
+    fastest on each measured device too, with the measured winner's interval."""
+    published = winners[winners["origin"] == "published"]
+    lines = []
+    for row in winners[winners["origin"] != "published"].to_dict("records"):
+        theirs = published[published["resolution"] == row["resolution"]]
+        if theirs.empty:
+            continue
+        claimed = {m: sorted(map(str, g["device"])) for m, g in theirs.groupby("model")}
+        study = ", ".join(f"{m} on {', '.join(d)}" for m, d in sorted(claimed.items()))
+        verdict = "holds" if row["model"] in claimed else "does not hold"
+        noise = {True: f" (but within noise of the runner-up {row['runner_up']})"}.get(
+            row["within_noise"], "")
+        low, high = row["throughput_sps_ci_low"], row["throughput_sps_ci_high"]
+        interval = f" [{low:.1f}, {high:.1f}]" if pd.notna(low) and pd.notna(high) else ""
+        lines.append(
+            f"@{row['resolution']} on {row['device']}: fastest {row['model']} at "
+            f"{row['throughput_sps']:.1f} samples/s{interval}; the study's fastest was {study}: "
+            f"its claim {verdict} here{noise}.")
+    return lines
 
 
 def _published(origin: object) -> str:
