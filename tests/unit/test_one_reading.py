@@ -68,14 +68,23 @@ def _processes(result_id: str, medians: Sequence[float], hour: int, busy: Sequen
         for index, median in enumerate(medians)]
 
 
-def _store(db: Path, processes: list[Record]) -> str:
+def _store(db: Path, processes: list[Record], complete: bool = True) -> str:
     """`processes` of one result stored, then its combined figure, as a sweep stores them."""
     result_id = processes[0].process.result_id
     with ResultStore(db) as store:
         store.save_many(processes, sweep_id=result_id)
         result = combine.combine(processes, result_id, POLICY, "e1", MACHINE)
-        store.save_result(result, POLICY, complete=True, sweep_id=result_id)
+        store.save_result(result, POLICY, complete=complete, sweep_id=result_id)
     return result_id
+
+
+def _offline(samples_per_s: float, result_id: str = "") -> list[Record]:
+    """The three processes of an offline LoadGen result (`scenario_result`'s, or of
+    `result_id`)."""
+    processes = scenario_result("openvino", Scenario.OFFLINE, samples_per_s, batch=8)
+    return [record.replace(env=dict(ENV), env_id="e1", process=ProcessInfo(
+        result_id or record.process.result_id, record.process.index, record.process.round))
+        for record in processes]
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +106,9 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Database:
         "b": store_result(db, "torch_compiled", [1.1 * (1 + 0.002 * (-1) ** i) * sps
                                                  for i, sps in enumerate(AB_ROUNDS)],
                           label="b", sweep_id="ab", hour=9),
-        "scenario": _store(db, [record.replace(env=dict(ENV), env_id="e1") for record in
-                                scenario_result("openvino", Scenario.OFFLINE, 125.0, batch=8)]),
+        "scenario": _store(db, _offline(125.0)),
+        # the next offline result, killed after its first process
+        "scenario killed": _store(db, [_offline(90.0, "offline-killed")[0]], complete=False),
     }
     with ResultStore(db) as store:
         stored = store.stored_results()
@@ -110,10 +120,14 @@ def _truth(database: Database) -> dict[str, Figure]:
     figures = {}
     for result_id, (result, _) in database.stored.items():
         figure = (result.median_sps, result.ci_low_sps, result.ci_high_sps)
-        if result_id == database.ids["scenario"]:
+        if result_id in _scenarios(database):
             figure = figure_interval(Scenario.OFFLINE.value, *figure)
         figures[result_id] = figure
     return figures
+
+
+def _scenarios(database: Database) -> set[str]:
+    return {database.ids["scenario"], database.ids["scenario killed"]}
 
 
 def _figure(row: Mapping[str, Any], in_unit: Any = False) -> Figure:
@@ -132,8 +146,9 @@ def _agree(shown: Mapping[str, Figure], truth: Mapping[str, Figure], reader: str
 def test_the_database_holds_what_the_issue_describes(database: Database) -> None:
     ids, stored = database.ids, database.stored
     assert set(stored) == set(ids.values())
-    assert not stored[ids["killed"]][1] and all(
-        complete for result_id, (_, complete) in stored.items() if result_id != ids["killed"])
+    incomplete = {ids["killed"], ids["scenario killed"]}
+    assert {result_id for result_id, (_, complete) in stored.items() if not complete} == \
+        incomplete
     assert stored[ids["flagged"]][0].k_flagged == 1 and stored[ids["flagged"]][0].k == 3
     assert stored[ids["scenario"]][0].status == "ok"
 
@@ -166,13 +181,13 @@ def test_the_trackers_log_every_result_as_stored(database: Database) -> None:
     truth, logged = _truth(database), {}
     with ResultStore(database.path) as store:
         for result_id in truth:
-            if result_id == database.ids["scenario"]:
+            if result_id in _scenarios(database):
                 continue  # its figure is in its own unit: no throughput to log
             (row,) = store.result_rows(result_id=result_id)  # what a sweep hands them
             metrics = run_metrics(row)
             logged[result_id] = (metrics["throughput_sps"], metrics["throughput_ci_low_sps"],
                                  metrics["throughput_ci_high_sps"])
-    assert len(logged) == len(truth) - 1
+    assert len(logged) == len(truth) - 2
     _agree(logged, truth, "trackers")
 
 
@@ -182,7 +197,7 @@ def test_the_report_shows_every_result_as_stored(database: Database) -> None:
     rows = every_result(frame)
     _agree({r: _figure(row) for r, row in rows.set_index("result_id").iterrows()}, truth,
            "report")
-    assert set(rows["result_id"]) == set(truth) - {ids["scenario"]}  # timed-loop results
+    assert set(rows["result_id"]) == set(truth) - _scenarios(database)  # timed-loop results
     (offline,) = scenarios.scenario_results(frame).to_dict("records")
     assert (offline["figure_value"], offline["figure_ci_low"], offline["figure_ci_high"]) == \
         pytest.approx(truth[ids["scenario"]], rel=1e-12)
