@@ -5,7 +5,7 @@ Derived columns (beside every flat column of `results` and its `id`):
         short name, ``a100``; a CPU's model, microarchitecture and cores,
         ``AMD EPYC (Zen 4) ×2``): the report's per-device findings group by it.
     figure: the Result the run's result was stored with (`combined_results`), None where
-        none was: the one figure of a result that every reader shows (`result_rows.every_result`).
+        none was: the one figure of a result that every reader shows (`store.view`).
     complete: whether the run's result is complete (`store.view`: the sweep's stored decision;
         a row from before results had processes, or an imported one, is): an incomplete one
         is never a configuration's latest (`result_rows.latest_per_config`).
@@ -13,8 +13,11 @@ Derived columns (beside every flat column of `results` and its `id`):
     provenance: a short text for tables, e.g. ``published (study.csv; unsynced, no CI)``.
     gmacs_per_image / gflops_per_image / params_m: costs in the units tables show.
     sample_sps: the raw per-sample throughputs (samples/s), for bootstrap intervals.
-    ci_confidence: the confidence one process's own interval achieves.
-    runner: python, or native (timed by xlabench-native): part of what a configuration is.
+    ci_confidence, runner, seed, duration_s, scenario_outcome, interference_reason: what of
+        the record the store's view reads (`store.view.process_row`): the confidence one
+        process's own interval achieves; python, or native (timed by xlabench-native): part
+        of what a configuration is; the seed; how long the process ran; a LoadGen scenario's
+        outcome as stored; why it counts as measured under interference (None if it does not).
     measured_peak_fp32_gflops_s / measured_peak_bf16_gflops_s: the matmul peak measured once
         for the row's environment (`measure.peak`, table `device_peaks`): the best GEMM
         library's; NaN if none. peak_fp32_library / peak_bf16_library: which library that
@@ -25,12 +28,13 @@ Derived columns (beside every flat column of `results` and its `id`):
         export, package, native_load, native_prepare), {} where none were stored.
     same_compiler: native records: whether xlabench-native runs the compiler the Python
         runner of the same configuration runs (True, False), None where not recorded.
-    scenario_outcome: a LoadGen scenario record's outcome as stored (`core.scenario.
-        ScenarioOutcome` as a dict: figure, batching, LoadGen's summary), None for the timed
-        loop; scenario_settings: its spec's scenario settings as canonical JSON ("" for the
-        timed loop): with `scenario`, what besides the precision makes two results alike.
+    scenario_settings: a LoadGen scenario record's spec's scenario settings as canonical
+        JSON ("" for the timed loop): with `scenario`, what besides the precision makes two
+        results alike. (Its `scenario_outcome` is the stored `core.scenario.ScenarioOutcome`
+        as a dict: figure, batching, LoadGen's summary; None for the timed loop.)
     parity_rtol: the tolerance the parity check judged against (bf16 has a wider one).
-Each row is one worker process; `result_rows.latest_per_config` combines a result's processes.
+Each row is one worker process; a result's row is the store's (`store.view.result_view`, read
+from these rows by `result_rows.every_result`).
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from xlabench.core.result import Result, machine_id, software_id
 from xlabench.measure.summarize import per_sample_sps
 from xlabench.store import ResultStore
 from xlabench.store.schema import RESULT_COLUMNS
-from xlabench.store.view import is_complete
+from xlabench.store.view import is_complete, process_row
 
 #: The dimensions the report filters on.
 FILTER_COLUMNS = ("device", "resolution", "backend", "mode", "precision")
@@ -92,9 +96,9 @@ def results_frame(rows: Iterable[dict[str, Any]], peaks: Peaks | None = None,
         row["figure"] = stored[result_id][0] if result_id in stored else None
         row["complete"] = is_complete(result_id, stored)
     columns = ["id", *(name for name, _ in _FLAT), "steps_per_sample", "sample_s", "misbuilt",
-               "ci_confidence", "runner", "compile_stages_s", "machine_id", "software_id",
-               "same_compiler", "figure", "complete", "cpu_threads", "scenario_outcome",
-               "scenario_settings", "parity_rtol"]
+               "ci_confidence", "runner", "seed", "duration_s", "interference_reason",
+               "compile_stages_s", "machine_id", "software_id", "same_compiler", "figure",
+               "complete", "cpu_threads", "scenario_outcome", "scenario_settings", "parity_rtol"]
     frame = pd.DataFrame(flat_rows, columns=columns)
     frame = _typed(frame)
     return _with_peaks(_derive(frame), peaks or {})
@@ -122,14 +126,14 @@ def _with_peaks(frame: pd.DataFrame, peaks: Peaks) -> pd.DataFrame:
 
 
 def _flatten(row: dict[str, Any]) -> dict[str, Any]:
-    flat = {k: v for k, v in row.items() if k != "record_json"}
+    """A process row as the store's view reads it (`store.view.process_row`), with what the
+    analysis needs beside it from the record."""
     record = json.loads(row["record_json"]) if row.get("record_json") else {}
+    flat = process_row(row, record)
     throughput = record.get("throughput") or {}
     flat["steps_per_sample"] = throughput.get("steps_per_sample")
     flat["sample_s"] = list(throughput.get("sample_s") or [])
     flat["misbuilt"] = (record.get("provenance") or {}).get("misbuilt", "")
-    flat["ci_confidence"] = throughput.get("ci_confidence")
-    flat["runner"] = (record.get("spec") or {}).get("runner", "python")
     flat["machine_id"] = machine_id(record.get("env") or {})
     flat["software_id"] = software_id(record.get("env") or {}, str(row.get("backend", "")))
     stages = (record.get("warmup") or {}).get("compile_stages_s") or {}
@@ -142,7 +146,6 @@ def _flatten(row: dict[str, Any]) -> dict[str, Any]:
     threads = (record.get("env") or {}).get("cpu_threads")
     flat["cpu_threads"] = threads if isinstance(threads, int | float) and threads else None
     spec = record.get("spec") or {}
-    flat["scenario_outcome"] = record.get("scenario")
     flat["scenario_settings"] = (json.dumps(spec.get("scenario_settings") or {}, sort_keys=True)
                                  if spec.get("scenario") else "")
     flat["parity_rtol"] = (record.get("parity") or {}).get("rtol")
@@ -153,7 +156,7 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     """SQL types to pandas ones, so an empty db gives the same dtypes as a full one."""
     types: dict[str, Any] = {"id": "int64", "steps_per_sample": "float64",
                              "ci_confidence": "float64", "cpu_threads": "float64",
-                             "parity_rtol": "float64"}
+                             "parity_rtol": "float64", "duration_s": "float64"}
     for name, kind in _FLAT:
         if kind.startswith("REAL") or kind == "INTEGER":
             types[name] = "float64"  # nullable numbers: NaN marks "not measured"

@@ -15,17 +15,19 @@ Only local results count, as for the rest of the deployment advice.
 from __future__ import annotations
 
 import math
+from operator import itemgetter
 from typing import Any
 
 import pandas as pd
 
 from xlabench.analysis.deploy import passed_parity
 from xlabench.analysis.intervals import Spans, result_spans
-from xlabench.analysis.result_rows import latest_per_config
+from xlabench.analysis.result_rows import latest_per_config, result_frame
 from xlabench.core.result import Result
 from xlabench.core.scenario import FIGURES, Scenario, figure_to_rate
 from xlabench.measure.combine import RunTimes, interleaved, result_ratio
 from xlabench.store.scenario_rows import figure_interval, loadgen_valid
+from xlabench.store.view import latest_complete
 
 #: One deployment question of the scenarios: this model on this device at this input size.
 MODEL_KEYS = ("device", "model", "resolution")
@@ -60,21 +62,21 @@ def way_of(row: dict[str, Any]) -> str:
 
 def scenario_results(results: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration (device and spec) run under a LoadGen scenario: its latest
-    ok local result, with the figure in its unit (`figure_value` and interval), the rate it
-    was combined as, the stored `result`, LoadGen's verdict and summary figures, how the
-    system under test took queries, and whether the result passed parity."""
-    local = results[(results["origin"] == "local") & (results["status"] == "ok")
-                    & (results["scenario"].fillna("") != "")]
+    complete ok local result (the store's row of it, `result_rows.result_frame`; the latest by
+    `store.view.latest_complete`, as everywhere), with the figure in its unit (`figure_value`
+    and interval), the rate it was combined as, the stored `result`, LoadGen's verdict and
+    summary figures, how the system under test took queries, and whether the result passed
+    parity."""
+    rows = result_frame(results)
+    local = rows[(rows["origin"] == "local") & (rows["status"] == "ok")
+                 & (rows["scenario"].fillna("") != "")]
     if local.empty:
         return pd.DataFrame(columns=list(SCENARIO_COLUMNS))
-    local = local.assign(passed_parity=passed_parity(local)).sort_values("id", kind="mergesort")
-    keys = [r if isinstance(r, str) and r else f"row{i}"
-            for r, i in zip(local["result_id"], local["id"], strict=True)]
-    rows = [_scenario_row(group.iloc[-1].to_dict())
-            for _, group in local.groupby(keys, sort=False)]
-    frame = pd.DataFrame(rows, columns=[*SCENARIO_COLUMNS, "spec_id"])
-    latest = frame.groupby(["device", "spec_id"], dropna=False)["id"].transform("max")
-    frame = frame[frame["id"] == latest].drop(columns=["spec_id"])
+    local = local.assign(passed_parity=passed_parity(local))
+    latest = latest_complete(local.to_dict("records"), key=itemgetter("device", "spec_id"),
+                             complete=lambda row: bool(row["complete"]))
+    frame = pd.DataFrame([_scenario_row(row) for row in latest.values()],
+                         columns=list(SCENARIO_COLUMNS))
     return frame.sort_values([*MODEL_KEYS, "scenario", "way"]).reset_index(drop=True)
 
 
@@ -84,9 +86,8 @@ def _scenario_row(row: dict[str, Any]) -> dict[str, Any]:
     result = row.get("figure")
     if isinstance(result, Result) and result.status == "ok" and result.median_sps:
         rate, low, high = result.median_sps, result.ci_low_sps, result.ci_high_sps
-        processes = result.k
     else:  # a process whose result was never combined: its own figure, no interval
-        result, processes = None, 1
+        result = None
         rate, low, high = figure_to_rate(scenario, float(row["scenario_figure"])), None, None
     value, value_low, value_high = figure_interval(scenario, rate, low, high)
     loadgen = outcome.get("loadgen") or {}
@@ -96,13 +97,12 @@ def _scenario_row(row: dict[str, Any]) -> dict[str, Any]:
                                      "scenario",
                                      "scenario_settings", "sweep_id", "parity_passed",
                                      "parity_max_rel_diff", "parity_rtol", "passed_parity",
-                                     "id", "spec_id")},
+                                     "id", "processes", "provenance")},
         "executed_precision": row.get("executed_precision") or row.get("precision"),
         "way": way_of(row), "unit": FIGURES[Scenario(scenario)].unit,
-        "provenance": f"{row['provenance']}; {processes} process" + "es" * (processes != 1),
         "figure_value": value, "figure_ci_low": value_low, "figure_ci_high": value_high,
         "rate_per_s": rate, "rate_ci_low": low, "rate_ci_high": high, "result": result,
-        "processes": processes, "loadgen_valid": loadgen_valid(scenario, loadgen),
+        "loadgen_valid": loadgen_valid(scenario, loadgen),
         "latency_bound_ms": loadgen.get("latency_bound_ms"),
         "max_batch": outcome.get("max_batch"), "concurrency": outcome.get("concurrency"),
         "batch_wait_ms": outcome.get("batch_wait_ms"), "sut": outcome.get("sut", ""),

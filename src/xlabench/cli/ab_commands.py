@@ -9,8 +9,9 @@ import json
 import sys
 from typing import Any
 
+from xlabench.cli.args import percent_arg
 from xlabench.cli.commands import float_arg, print_note, warn_if_busy
-from xlabench.cli.compare_commands import EXIT_SLOWDOWN, FORMATS, _percent
+from xlabench.cli.compare_commands import EXIT_SLOWDOWN, FORMATS
 from xlabench.core import UserError
 from xlabench.core.spec import RUNNERS
 from xlabench.measure.probe import SPANS_STATES_REL
@@ -71,7 +72,7 @@ def add_ab(sub: Any) -> None:
     sides.add_argument("--label-b", default=ab.DEFAULT_LABELS[1], metavar="NAME",
                        help="side b's label in the database (default b)")
     decide = p.add_argument_group("deciding")
-    decide.add_argument("--threshold", type=_percent("threshold"), default=5.0, metavar="PCT",
+    decide.add_argument("--threshold", type=percent_arg("threshold"), default=5.0, metavar="PCT",
                         help="smallest change that counts, in percent (default 5)")
     decide.add_argument("--budget", type=float, default=ab.DEFAULT_BUDGET_S, metavar="S",
                         help="wall-clock seconds for the whole comparison (default 600)")
@@ -81,7 +82,7 @@ def add_ab(sub: Any) -> None:
                         help="fewest rounds before a verdict (default 3)")
     decide.add_argument("--seed", type=int, default=0,
                         help="seed of the order within each round (default 0; recorded)")
-    decide.add_argument("--fail-on-slowdown", type=_percent("--fail-on-slowdown"), default=None,
+    decide.add_argument("--fail-on-slowdown", type=percent_arg("--fail-on-slowdown"), default=None,
                         metavar="PCT", help="exit 1 when the verdict at threshold PCT is slower "
                         "(a slowdown beyond PCT percent is established); 0 otherwise")
     measure = p.add_argument_group("each process")

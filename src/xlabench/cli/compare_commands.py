@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from xlabench.cli.args import percent_arg
 from xlabench.core import UserError
 
 FORMATS = ("table", "json", "csv")
@@ -51,29 +52,14 @@ def add_compare(sub: Any) -> None:
                    help="baseline side: only results of this environment id (or a unique prefix)")
     p.add_argument("--env", default=None, metavar="ID",
                    help="new side: only results of this environment id (or a unique prefix)")
-    p.add_argument("--threshold", type=_percent("threshold"), default=None, metavar="PCT",
+    p.add_argument("--threshold", type=percent_arg("threshold"), default=None, metavar="PCT",
                    help="smallest change that counts, in percent (default 5)")
     p.add_argument("--format", choices=FORMATS, default="table",
                    help="table (default), json or csv, on stdout")
-    p.add_argument("--fail-on-slowdown", type=_percent("--fail-on-slowdown"), default=None,
+    p.add_argument("--fail-on-slowdown", type=percent_arg("--fail-on-slowdown"), default=None,
                    metavar="PCT", help="exit 1 when some configuration's verdict at threshold "
                    "PCT percent is slower (the report's rule); 0 otherwise")
     p.set_defaults(handler=compare_command)
-
-
-def _percent(what: str) -> Any:
-    def parse(text: str) -> float:
-        from xlabench.analysis.compare import check_threshold
-
-        try:
-            value = float(text)
-        except ValueError:
-            raise UserError(f"{what} must be a percentage above 0 and below 100, "
-                            f"got {text!r}") from None
-        check_threshold(value, what)
-        return value
-
-    return parse
 
 
 def _sides(args: argparse.Namespace) -> tuple[Any, Any]:

@@ -29,7 +29,7 @@ from xlabench.store.schema import (
     RESULT_COLUMNS,
     SCHEMA_VERSION,
 )
-from xlabench.store.view import result_view
+from xlabench.store.view import process_row, result_view
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DEFAULT_DB = "xlabench.db"
@@ -255,7 +255,8 @@ class ResultStore:
         and identifiers, no display text). `status` filters the results' status; other
         filters the processes'."""
         status = filters.pop("status", None)
-        rows = result_view(self.rows_with_records(**filters), self.stored_results())
+        processes = [process_row(row) for row in self.rows_with_records(**filters)]
+        rows = result_view(processes, self.stored_results())
         return [r for r in rows if status is None or r["status"] == status]
 
     def stored_results(self) -> dict[str, tuple[Result, bool]]:
