@@ -258,6 +258,25 @@ def test_rounds_whose_processes_span_machine_states_are_set_aside() -> None:
     assert len(combine.paired_log_ratios(new, base)) == 5
 
 
+def test_a_machine_busy_at_every_probe_still_pairs_every_round() -> None:
+    """Fewer than four rounds in one state (other work on the machine: the probe reads
+    differently every time) leave nothing to decide on: every round pairs, and the rounds
+    across states are named."""
+    base = _stored([100.0, 100.0, 100.0, 100.0, 100.0])
+    new = _stored([50.0, 50.0, 50.0, 50.0, 50.0])
+    new_probes = (210.0, 60.0, 210.0, 90.0, 40.0)
+    probed_new = dataclasses.replace(new, process_probe_before_gflops=new_probes,
+                                     process_probe_after_gflops=new_probes)
+    probed_base = dataclasses.replace(base, process_probe_before_gflops=(210.0,) * 5,
+                                      process_probe_after_gflops=(210.0,) * 5)
+    rounds = combine.matched_rounds(probed_new, probed_base)
+    assert rounds.set_aside == () and rounds.paired_across_states == (1, 3, 4)
+    assert len(rounds.log_ratios()) == 5
+    paired = combine.result_ratio(probed_new, probed_base, same_sweep=True)
+    assert paired is not None and paired.n_pairs == 5
+    assert "3 rounds across machine states paired" in paired.method
+
+
 def test_combine_keeps_each_process_probe_readings() -> None:
     probes = [Probe(gflops=g, seconds=0.03, n=640, calls=12) for g in (200.0, 170.0)]
     processes = [make_record(throughput=100.0).replace(

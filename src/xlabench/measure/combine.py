@@ -560,6 +560,11 @@ def _probes_by_round(result: Result) -> dict[int, list[float | None]]:
     return rounds
 
 
+#: Rounds in one machine state needed before straddling rounds are set aside: the first round
+#: at which the sequential interval can be finite (`measure.sequential`, min_rounds 3 + 1).
+MIN_ROUNDS_IN_ONE_STATE = 4
+
+
 @dataclass(frozen=True)
 class MatchedRounds:
     """The rounds two results can be paired on: each side's process median by round, for the
@@ -568,6 +573,9 @@ class MatchedRounds:
     new: dict[int, float]
     base: dict[int, float]
     set_aside: tuple[int, ...]  # both sides ran, but the probes span machine states
+    #: Rounds that span machine states but were paired all the same: fewer than
+    #: MIN_ROUNDS_IN_ONE_STATE rounds ran in one state (a busy machine, not a two-state one).
+    paired_across_states: tuple[int, ...] = ()
 
     def log_ratios(self) -> list[float]:
         return [math.log(self.new[r] / self.base[r]) for r in sorted(self.new)]
@@ -580,13 +588,22 @@ def matched_rounds(new: Result, base: Result) -> MatchedRounds:
     and a round of two processes can straddle one), so that round says more about the machine
     than about the two sides, and it is set aside: stored and shown, never paired. The probe
     is the machine's figure, not either side's, so choosing rounds by it does not choose by
-    the outcome. Processes without probe readings (older results) are never set aside."""
+    the outcome. Processes without probe readings (older results) are never set aside. While
+    fewer than MIN_ROUNDS_IN_ONE_STATE rounds ran in one state (a machine busy with other work
+    reads differently at every probe), every round pairs, as before, and the straddling ones
+    are named (`paired_across_states`)."""
     by_new, by_base = _by_round(new), _by_round(base)
     probes_new, probes_base = _probes_by_round(new), _probes_by_round(base)
     both = sorted(set(by_new) & set(by_base))
     kept = [r for r in both if one_state([*probes_new.get(r, ()), *probes_base.get(r, ())])]
-    return MatchedRounds({r: by_new[r] for r in kept}, {r: by_base[r] for r in kept},
-                         tuple(r for r in both if r not in kept))
+    across = tuple(r for r in both if r not in kept)
+    if len(kept) < MIN_ROUNDS_IN_ONE_STATE:
+        # A machine whose probe wanders from round to round (other work on it) leaves too
+        # few rounds in one state to decide on: pair them all, as pairing still cancels what
+        # both processes of a round shared, and say so.
+        return MatchedRounds({r: by_new[r] for r in both}, {r: by_base[r] for r in both}, (),
+                             across)
+    return MatchedRounds({r: by_new[r] for r in kept}, {r: by_base[r] for r in kept}, across)
 
 
 def paired_log_ratios(new: Result, base: Result) -> list[float]:
@@ -611,9 +628,14 @@ def _sequential_ratio(new: Result, base: Result, design: SequentialDesign) -> Ra
 
 
 def _aside_text(rounds: MatchedRounds) -> str:
-    aside = len(rounds.set_aside)
-    return "" if not aside else (f"; {aside} round{'s' if aside != 1 else ''} set aside: "
-                                 "its processes ran in different machine states")
+    aside, across = len(rounds.set_aside), len(rounds.paired_across_states)
+    if aside:
+        return (f"; {aside} round{'s' if aside != 1 else ''} set aside: its processes ran in "
+                "different machine states")
+    if across:
+        return (f"; {across} round{'s' if across != 1 else ''} across machine states paired: "
+                f"fewer than {MIN_ROUNDS_IN_ONE_STATE} in one state")
+    return ""
 
 
 def _drift_components(result: Result) -> tuple[float, float]:

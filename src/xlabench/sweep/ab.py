@@ -449,6 +449,9 @@ def _look(c: AbConfiguration, design: SequentialDesign, round_index: int,
         f" ({len(busy)} of its processes measured under interference: kept, paired)")
     if round_index in rounds.set_aside:
         busy_note += f" (this round set aside: {_states_text(last)})"
+    elif round_index in rounds.paired_across_states:
+        busy_note += (f" ({_states_text(last)}; paired: fewer than "
+                      f"{combine.MIN_ROUNDS_IN_ONE_STATE} rounds in one state so far)")
     c.log_ratios, c.rounds_set_aside = rounds.log_ratios(), len(rounds.set_aside)
     if len(c.log_ratios) < 2:
         rate_a, rate_b = (r.rate_per_s for r in last)
