@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -57,11 +58,13 @@ def xlabench(*args: str) -> tuple[dict[str, Any], float]:
 def ab(opts: argparse.Namespace, grid: list[str], db: Path, budget_s: float, seed: int,
        *extra: str) -> tuple[dict[str, Any], float]:
     return xlabench("ab", *grid, "--db", str(db), "--budget", f"{budget_s:g}", "--seed",
-                    str(seed), "--sample-budget", f"{opts.sample_budget:g}", *extra)
+                    str(seed), "--sample-budget", f"{opts.sample_budget:g}", "--interleave",
+                    opts.interleave, *extra)
 
 
 def aa_part(opts: argparse.Namespace) -> None:
-    pairs = BACKEND_MODES[:1] if opts.quick else BACKEND_MODES
+    pairs = [tuple(item.split(":", 1)) for item in opts.backends.split(",")]
+    pairs = pairs[:1] if opts.quick else pairs
     models = MODELS[:1] if opts.quick else tuple(opts.models.split(","))
     verdicts: Counter[str] = Counter()
     decided_s: list[float] = []
@@ -78,7 +81,8 @@ def aa_part(opts: argparse.Namespace) -> None:
                 if c["verdict"] != "inconclusive":
                     decided_s.append(wall_s)
                 print(f"A/A {repeat + 1} {model} {backend}/{mode}: {c['verdict']} "
-                      f"{_interval(c)} in {c['rounds']} rounds, {wall_s:.0f} s", flush=True)
+                      f"{_interval(c)} in {c['rounds']} rounds, {wall_s:.0f} s, paired SD "
+                      f"{_paired_sd(opts.workdir / 'aa.db', report['sweep_id'])}", flush=True)
     total = sum(verdicts.values())
     wrong = sum(verdicts[v] for v in WRONG)
     print(f"\nA/A: {total} comparisons over {len(models) * len(pairs)} configurations: "
@@ -145,6 +149,21 @@ def _interval(c: dict[str, Any]) -> str:
     return f"{c['ratio']:.3f} [{c['ratio_low']:.3f}, {c['ratio_high']:.3f}]{aside}"
 
 
+def _paired_sd(db: Path, sweep_id: str) -> str:
+    """The SD of the comparison's per-round log-ratios, from its stored processes (what sets
+    how many rounds a verdict needs)."""
+    import sqlite3
+
+    rows = sqlite3.connect(db).execute(
+        "SELECT label, process_round, throughput_sps FROM results WHERE sweep_id = ? AND "
+        "status = 'ok'", (sweep_id,)).fetchall()
+    by_round: dict[int, dict[str, float]] = {}
+    for label, round_, sps in rows:
+        by_round.setdefault(round_, {})[label] = sps
+    logs = [math.log(r["b"] / r["a"]) for r in by_round.values() if "a" in r and "b" in r]
+    return f"{statistics.stdev(logs):.3f}" if len(logs) >= 2 else "-"
+
+
 def _median(values: list[float]) -> str:
     return f"{statistics.median(values):.0f} s" if values else "- (none decided)"
 
@@ -165,6 +184,10 @@ def main() -> None:
                    help="seconds of the long reference A/B comparison (default 1800)")
     p.add_argument("--sample-budget", type=float, default=2.0,
                    help="seconds of sampling per process (default 2, ab's own)")
+    p.add_argument("--interleave", choices=("samples", "processes"), default="samples",
+                   help="how each round's pair shares the machine (default samples, ab's own)")
+    p.add_argument("--backends", default=",".join(f"{b}:{m}" for b, m in BACKEND_MODES),
+                   help="A/A backend:mode pairs, comma-separated (default: all five)")
     p.add_argument("--quick", action="store_true",
                    help="one A/A and one A/B comparison of a minute each: it works")
     opts = p.parse_args()

@@ -66,7 +66,7 @@ def _run(tmp_path: Path, runner: ab.ProcessRunner, b: list[str], budget_s: float
     run = ab.AbRun(ab.make_configurations([spec], sides, sweep_id, settings), sides, settings,
                    sweep_id)
     with ResultStore(tmp_path / "ab.db") as store:
-        return ab.run_ab(run, store, lambda line: None, runner, clock)
+        return ab.run_ab(run, store, lambda line: None, ab.one_after_other(runner), clock)
 
 
 def _noisy(factor_b: float, seed: int = 1, sd: float = 0.05) -> Callable[..., float]:
@@ -308,6 +308,10 @@ def test_real_aa_has_no_false_verdict_and_compare_pairs_it(tmp_path: Path, run_c
     assert sorted((label, index) for label, index, passed in parity if passed is not None) \
         == [("a", 0), ("b", 0)]
     assert all(passed in (1, None) for _, _, passed in parity)
+    # the pair of each round took turns on the machine, slice by slice (measure.turns)
+    turns = [json.loads(text)["backend_info"]["turns"] for (text,) in sqlite3.connect(
+        tmp_path / "ab.db").execute("SELECT record_json FROM results")]
+    assert len(turns) == 8 and all(t["taken"] >= 3 and t["waited_s"] > 0 for t in turns)
     compared = run_cli("compare", "ab.db", "--baseline-label", "a", "--label", "b",
                        "--format", "json")
     assert compared.returncode == 0, compared.stderr
@@ -315,6 +319,20 @@ def test_real_aa_has_no_false_verdict_and_compare_pairs_it(tmp_path: Path, run_c
     # compare combines a side's clean processes only (flagged ones where none is clean), so
     # on a busy machine it may pair fewer rounds than ab, or none; what it pairs is by round.
     assert "round-matched" in pair["method"] or pair["verdict"] == "insufficient data"
+
+
+@pytest.mark.slow
+def test_real_crash_of_one_side_keeps_the_other(tmp_path: Path, run_cli) -> None:
+    """Taking turns, a side that dies mid-round neither hangs nor loses the other's result."""
+    done = run_cli("ab", *GRID, *QUICK, "--db", "ab.db", "--b",
+                   "env:XLABENCH_INJECT_FAULT=segfault", "--min-rounds", "3", "--max-rounds", "4",
+                   "--format", "json")
+    assert done.returncode == 0, done.stderr
+    (c,) = json.loads(done.stdout)["configurations"]
+    assert c["verdict"] == "inconclusive" and "a process failed" in c["stopped_because"]
+    rows = sqlite3.connect(tmp_path / "ab.db").execute(
+        "SELECT label, status FROM results ORDER BY label").fetchall()
+    assert rows == [("a", "ok"), ("b", "crashed")]
 
 
 @pytest.mark.slow

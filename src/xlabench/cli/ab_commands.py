@@ -80,6 +80,9 @@ def add_ab(sub: Any) -> None:
                         help="most rounds per configuration (default 40)")
     decide.add_argument("--min-rounds", type=int, default=None, metavar="N",
                         help="fewest rounds before a verdict (default 3)")
+    decide.add_argument("--interleave", choices=ab.INTERLEAVE, default=ab.INTERLEAVE[0],
+                        help="samples (default): a round's two processes run together, taking "
+                        "turns on the machine slice by slice; processes: one after the other")
     decide.add_argument("--seed", type=int, default=0,
                         help="seed of the order within each round (default 0; recorded)")
     decide.add_argument("--fail-on-slowdown", type=percent_arg("--fail-on-slowdown"), default=None,
@@ -110,7 +113,7 @@ def _settings(args: argparse.Namespace) -> ab.AbSettings:
         threshold=args.threshold / 100.0, alpha=defaults.alpha,
         max_rounds=defaults.max_rounds if args.max_rounds is None else args.max_rounds,
         min_rounds=defaults.min_rounds if args.min_rounds is None else args.min_rounds)
-    return ab.AbSettings(design, args.budget, args.timeout, args.seed)
+    return ab.AbSettings(design, args.budget, args.timeout, args.seed, args.interleave)
 
 
 def prepare(args: argparse.Namespace) -> ab.AbRun:

@@ -52,6 +52,7 @@ def run_child(
     cpus: Sequence[int] = (),
     merge_output: bool = False,
     keep_chars: int | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ChildExit:
     """Run `command` to its end or its deadline; never leaves it, or anything it started,
     running (not on a timeout, not when this thread is interrupted).
@@ -62,6 +63,7 @@ def run_child(
         cpus: pin the child to these cores (default: not pinned).
         merge_output: the child's stderr goes to its stdout (one log, in order).
         keep_chars: keep only the last this many characters of each output.
+        pass_fds: file descriptors the child inherits (a worker's turn pipes, `measure.turns`).
 
     Raises:
         OSError: the command could not be started.
@@ -70,7 +72,7 @@ def run_child(
         proc = subprocess.Popen(
             list(command), stdout=out, stderr=subprocess.STDOUT if merge_output else err,
             env=dict(env) if env is not None else None, start_new_session=True,
-            preexec_fn=_child_setup(tuple(cpus)),
+            preexec_fn=_child_setup(tuple(cpus)), pass_fds=tuple(pass_fds),
         )
         timed_out = False
         try:

@@ -189,6 +189,10 @@ class Result:
     # machine states is set aside (`measure.combine.matched_rounds`).
     process_probe_before_gflops: tuple[float | None, ...] = ()
     process_probe_after_gflops: tuple[float | None, ...] = ()
+    # Each combined process's turns (`measure.turns`): True where it took turns with the other
+    # side of its `xlabench ab` round, slice by slice, so both saw the same machine states and
+    # the round is never set aside for them; aligned with process_medians_sps.
+    process_took_turns: tuple[bool, ...] = ()
 
     @property
     def rel_ci_halfwidth(self) -> float | None:

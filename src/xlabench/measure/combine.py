@@ -356,6 +356,7 @@ def combine(
         probe_spread_rel=_probe_spread_rel(used),
         process_probe_before_gflops=tuple(readings(r)[0] for r in used),
         process_probe_after_gflops=tuple(readings(r)[1] for r in used),
+        process_took_turns=tuple(bool(r.backend_info.get("turns")) for r in used),
     )
 
 
@@ -551,6 +552,12 @@ def _by_round(result: Result) -> dict[int, float]:
     return {r: math.exp(sum(math.log(v) for v in vs) / len(vs)) for r, vs in rounds.items()}
 
 
+def _rounds_in_turns(result: Result) -> set[int]:
+    """The sweep rounds in which this result's process took turns with the other side."""
+    return {round_ for round_, took in zip(result.process_rounds, result.process_took_turns,
+                                           strict=False) if took}
+
+
 def _probes_by_round(result: Result) -> dict[int, list[float | None]]:
     """A result's probe readings (before and after each process) by sweep round."""
     rounds: dict[int, list[float | None]] = {}
@@ -588,14 +595,18 @@ def matched_rounds(new: Result, base: Result) -> MatchedRounds:
     and a round of two processes can straddle one), so that round says more about the machine
     than about the two sides, and it is set aside: stored and shown, never paired. The probe
     is the machine's figure, not either side's, so choosing rounds by it does not choose by
-    the outcome. Processes without probe readings (older results) are never set aside. While
+    the outcome. A round whose two processes took turns slice by slice (`measure.turns`) saw
+    the same states in the same proportion, whatever its probes read, and always pairs.
+    Processes without probe readings (older results) are never set aside. While
     fewer than MIN_ROUNDS_IN_ONE_STATE rounds ran in one state (a machine busy with other work
     reads differently at every probe), every round pairs, as before, and the straddling ones
     are named (`paired_across_states`)."""
     by_new, by_base = _by_round(new), _by_round(base)
     probes_new, probes_base = _probes_by_round(new), _probes_by_round(base)
     both = sorted(set(by_new) & set(by_base))
-    kept = [r for r in both if one_state([*probes_new.get(r, ()), *probes_base.get(r, ())])]
+    in_turns = _rounds_in_turns(new) & _rounds_in_turns(base)
+    kept = [r for r in both if r in in_turns
+            or one_state([*probes_new.get(r, ()), *probes_base.get(r, ())])]
     across = tuple(r for r in both if r not in kept)
     if len(kept) < MIN_ROUNDS_IN_ONE_STATE:
         # A machine whose probe wanders from round to round (other work on it) leaves too

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,19 +102,30 @@ def snapshot(cpus: tuple[int, ...] | None = None) -> CpuSnapshot | None:
 def between(start: CpuSnapshot | None, end: CpuSnapshot | None) -> Interference | None:
     """The figures for the time between two snapshots (None if either is missing or too short
     for the kernel's tick counters to mean anything)."""
-    if start is None or end is None:
+    return over([(start, end)])
+
+
+def over(windows: Sequence[tuple[CpuSnapshot | None, CpuSnapshot | None]]
+         ) -> Interference | None:
+    """The figures for the time inside `windows` (start and end snapshots), added up: a worker
+    taking turns with another (`measure.turns`) counts only its own turns, as the other side's
+    are not interference. None if a snapshot is missing or the windows are too short in all for
+    the kernel's tick counters to mean anything."""
+    if not windows or any(start is None or end is None for start, end in windows):
         return None
-    wall_s = end.wall_s - start.wall_s
-    capacity = wall_s * CLOCK_TICKS * len(start.cpus)
+    pairs = [(start, end) for start, end in windows if start is not None and end is not None]
+    first, last = pairs[0][0], pairs[-1][1]
+    wall_s = sum(end.wall_s - start.wall_s for start, end in pairs)
+    capacity = wall_s * CLOCK_TICKS * len(first.cpus)
     if wall_s < 0.2 or capacity <= 0:
         return None
-    busy = (end.busy_ticks - start.busy_ticks) / capacity
-    own = (end.own_ticks - start.own_ticks) / capacity
-    steal = (end.steal_ticks - start.steal_ticks) / capacity
+    busy = sum(end.busy_ticks - start.busy_ticks for start, end in pairs) / capacity
+    own = sum(end.own_ticks - start.own_ticks for start, end in pairs) / capacity
+    steal = sum(end.steal_ticks - start.steal_ticks for start, end in pairs) / capacity
     return Interference(
-        wall_s=wall_s, cpus=start.cpus, busy_frac=busy, own_frac=own,
+        wall_s=wall_s, cpus=first.cpus, busy_frac=busy, own_frac=own,
         other_frac=max(0.0, busy - own), steal_frac=max(0.0, steal),
-        cpu_mhz_start=start.mhz, cpu_mhz_end=end.mhz, mhz_source=start.mhz_source,
+        cpu_mhz_start=first.mhz, cpu_mhz_end=last.mhz, mhz_source=first.mhz_source,
     )
 
 

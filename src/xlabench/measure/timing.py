@@ -15,6 +15,7 @@ from typing import Any
 
 from xlabench.core.spec import MeasureSettings
 from xlabench.measure import stats
+from xlabench.measure.turns import MIN_SLICES, SLICE_S, STOP, Turns
 
 Clock = Callable[[], float]
 Step = Callable[[], Any]
@@ -117,21 +118,51 @@ def calibrate(
 
 
 def collect_samples(
-    step: Step, sync: Sync, settings: MeasureSettings, steps: int, clock: Clock = time.perf_counter
+    step: Step, sync: Sync, settings: MeasureSettings, steps: int,
+    clock: Clock = time.perf_counter, turns: Turns | None = None,
 ) -> SampleResult:
-    """Take samples until the median's 95% CI is within the target, or the budget is spent."""
+    """Take samples until the median's 95% CI is within the target, or the budget is spent.
+
+    Taking turns with another worker (`measure.turns`), the samples come in slices of at least
+    SLICE_S, each after one untimed step (the other side's slice left this one's caches and
+    threads cold), and the parent decides when sampling ends: once both sides had enough.
+    """
+    if turns is not None and turns.active:
+        return _collect_in_turns(step, sync, settings, steps, clock, turns)
     samples: list[float] = []
     start = clock()
     while True:
         samples.append(time_sample(step, sync, steps, clock))
-        met = len(samples) >= settings.min_samples and (
-            stats.rel_ci_halfwidth(samples) <= settings.target_rel_ci
-        )
+        met = _target_met(samples, settings)
         out_of_time = clock() - start >= settings.budget_s
         if met or len(samples) >= settings.max_samples:
             return SampleResult(steps, tuple(samples), met)
         if out_of_time and len(samples) >= MIN_REPORTABLE_SAMPLES:
             return SampleResult(steps, tuple(samples), False)
+
+
+def _target_met(samples: list[float], settings: MeasureSettings) -> bool:
+    return len(samples) >= settings.min_samples and (
+        stats.rel_ci_halfwidth(samples) <= settings.target_rel_ci)
+
+
+def _collect_in_turns(step: Step, sync: Sync, settings: MeasureSettings, steps: int,
+                      clock: Clock, turns: Turns) -> SampleResult:
+    """Slices until the parent says STOP; after each, MORE while this side's own rule (target,
+    budget of its own slices, sample limit; at least MIN_SLICES) wants more."""
+    samples: list[float] = []
+    own_s, slices = 0.0, 0
+    while turns.take() != STOP:
+        slice_start = clock()
+        time_call(step, sync, clock)
+        while not samples or clock() - slice_start < SLICE_S:
+            samples.append(time_sample(step, sync, steps, clock))
+        own_s += clock() - slice_start
+        slices += 1
+        enough = (_target_met(samples, settings) or own_s >= settings.budget_s
+                  or len(samples) >= settings.max_samples)
+        turns.give(more=slices < MIN_SLICES or not enough)
+    return SampleResult(steps, tuple(samples), _target_met(samples, settings))
 
 
 def time_latency(

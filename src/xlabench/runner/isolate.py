@@ -88,10 +88,12 @@ def run_isolated(
     check_parity: bool = True,
     python: str = sys.executable,
     worker_args: Sequence[str] = (),
+    pass_fds: Sequence[int] = (),
 ) -> Record:
     """Run `spec` in a fresh worker process with a deadline. Always returns a record.
 
-    `sampling_target_rel_ci`, `check_parity`: this process's settings (`WorkerJob`).
+    `sampling_target_rel_ci`, `check_parity`: this process's settings (`WorkerJob`);
+    `pass_fds`: descriptors the worker inherits (its turn pipes, `runner.turns`).
     """
     start, started = time.perf_counter(), utc_now()
     with tempfile.TemporaryDirectory(prefix="xlabench-run-") as tmp:
@@ -99,7 +101,8 @@ def run_isolated(
         job_path.write_text(WorkerJob(spec, sampling_target_rel_ci, check_parity).to_json())
         command = [python, "-m", "xlabench.runner.worker", str(job_path), str(record_path),
                    *worker_args]
-        status, reason, log_tail = _wait(command, placement, worker_timeout_s(spec, timeout_s))
+        status, reason, log_tail = _wait(command, placement, worker_timeout_s(spec, timeout_s),
+                                         pass_fds)
         record, unreadable = _read_record(record_path)
     if record is None or status is not None:
         record = failure(spec, status or Status.CRASHED,
@@ -129,15 +132,15 @@ def _describe(spec: Spec) -> dict[str, str]:
     return {"family": entry.family, "kind": entry.kind}
 
 
-def _wait(command: list[str], placement: Placement, timeout_s: float
-          ) -> tuple[Status | None, str | None, str]:
+def _wait(command: list[str], placement: Placement, timeout_s: float,
+          pass_fds: Sequence[int] = ()) -> tuple[Status | None, str | None, str]:
     """Run the worker: (None, None, log tail) if it exited normally, else a status and reason
     with the log tail."""
     env = {**os.environ, **placement.environment()}
     oom_kills_before = oom_kill_count()
     try:
         done = run_child(command, timeout_s, env=env, cpus=placement.cpus, merge_output=True,
-                         keep_chars=LOG_TAIL_CHARS)
+                         keep_chars=LOG_TAIL_CHARS, pass_fds=pass_fds)
     except OSError as exc:
         return Status.CRASHED, one_line(f"could not start the worker: {exc}"), ""
     return (*_outcome(done, timeout_s, oom_killer_ran_since(oom_kills_before)), done.stdout)

@@ -44,6 +44,7 @@ from xlabench.core.backends import COST_BACKEND, model_precision
 from xlabench.measure import env as envinfo
 from xlabench.measure import interference, probe, stats, summarize, timing
 from xlabench.measure import parity as paritylib
+from xlabench.measure.turns import Turns, TurnsEndedError, no_turns
 from xlabench.runner import native, scenario_run
 from xlabench.runner.isolate import WorkerJob
 from xlabench.zoo import build_for, entry_for
@@ -73,10 +74,13 @@ def prepare_process(spec: Spec, scratch: str) -> None:
 
 
 def run_spec(spec: Spec, sampling_target_rel_ci: float | None = None,
-             scratch: str | None = None, check_parity: bool = True) -> Record:
+             scratch: str | None = None, check_parity: bool = True,
+             turns: Turns | None = None) -> Record:
     """Measure `spec` in this process (sampling to the relaxed target if one is given, see
-    `WorkerJob`; `scratch`: the worker's own directory, for LoadGen's logs). Never raises:
-    failures come back as records."""
+    `WorkerJob`; `scratch`: the worker's own directory, for LoadGen's logs; `turns`: taking
+    turns with another worker, `measure.turns`). Never raises: failures come back as records
+    (an ended pair, TurnsEndedError, aside: nobody reads the record then)."""
+    turns = turns or no_turns()
     fingerprint = envinfo.static_fingerprint()
     started, start = utc_now(), time.perf_counter()
     entry_fields: dict[str, Any] = {}
@@ -88,7 +92,9 @@ def run_spec(spec: Spec, sampling_target_rel_ci: float | None = None,
             return failure(spec, Status.UNSUPPORTED, problem, **entry_fields)
         scenario_run.require_loadgen(spec)
         record = _measure(spec, entry, sampling_settings(spec, sampling_target_rel_ci), scratch,
-                          check_parity)
+                          check_parity, turns)
+    except TurnsEndedError:
+        raise
     except UserError as exc:
         record = failure(spec, Status.FAILED, str(exc), **entry_fields)
     except NonFiniteOutputError as exc:
@@ -102,12 +108,14 @@ def run_spec(spec: Spec, sampling_target_rel_ci: float | None = None,
                          traceback.format_exc(limit=20), **entry_fields)
     env = {**fingerprint, "runtime": record.env.get("runtime", {})}
     memory = record.memory if record.ok else Memory(peak_host_mb=_peak_rss_mb())
+    if turns.active:  # the record says it took turns, and how long it waited for them
+        record = record.replace(backend_info={**record.backend_info, "turns": turns.summary()})
     return record.replace(env=env, started_at=started, memory=memory,
                           duration_s=time.perf_counter() - start)
 
 
 def _measure(spec: Spec, entry: Any, settings: MeasureSettings, scratch: str | None = None,
-             check_parity: bool = True) -> Record:
+             check_parity: bool = True, turns: Turns | None = None) -> Record:
     backend = backends.load(spec.backend)
     import keras
 
@@ -142,7 +150,7 @@ def _measure(spec: Spec, entry: Any, settings: MeasureSettings, scratch: str | N
     if not check_parity:
         runner.info["parity"] = "not checked in this process (checked in its side's first)"
     del out
-    timed = _time_runner(spec, backend, runner, settings)
+    timed = _time_runner(spec, backend, runner, settings, turns or no_turns())
     runner.finish()
     costs = Costs(params=int(model.count_params()))  # MACs/FLOPs: `costs_only`, once per model
     steady_s = timed["throughput"].batch_time_ms_median / 1000.0
@@ -214,24 +222,26 @@ def _inject_fault(fault: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _time_runner(spec: Spec, backend: Any, runner: Runner, settings: MeasureSettings
-                 ) -> dict[str, Any]:
+def _time_runner(spec: Spec, backend: Any, runner: Runner, settings: MeasureSettings,
+                 turns: Turns) -> dict[str, Any]:
     """Warm-up, calibration, samples, latency: the method of measure.timing, in order.
 
     What else used this worker's CPUs is measured over the timed phases (calibration, samples,
-    latency), the part of the run whose numbers are reported; the machine's speed (the probe)
-    just before and just after them, outside their clocks.
+    latency), the part of the run whose numbers are reported, and of those only the stretches
+    this process held the machine when it takes turns with another (`measure.turns`); the
+    machine's speed (the probe) just before and just after them, outside their clocks.
     """
     warm = timing.warm_up(runner.step, backend.sync, settings)
     step_s = stats.median(warm.step_s[-3:])
     probe_before = probe.run_probe()
-    before = interference.snapshot()
+    turns.open_windows()
     steps = timing.calibrate(runner.step, backend.sync, settings, step_s)
-    samples = timing.collect_samples(runner.step, backend.sync, settings, steps)
+    samples = timing.collect_samples(runner.step, backend.sync, settings, steps, turns=turns)
+    turns.take()
     latency_s = timing.time_latency(
         runner.step, backend.sync, settings.latency_steps, budget_s=settings.latency_budget_s
     )
-    used = interference.between(before, interference.snapshot())
+    used = interference.over(turns.close_windows())
     return {
         "interference": used, "probe_before": probe_before, "probe_after": probe.run_probe(),
         "warmup": warm,
@@ -311,12 +321,20 @@ def main(argv: list[str]) -> int:
         write_json_atomic(argv[2], json.dumps(costs_only(job.spec)))
         return 0
     job, record_path = read_job(argv[0]), argv[1]
+    turns = Turns.from_env()
     scratch = tempfile.mkdtemp(prefix="xlabench-worker-")
     try:
+        # A worker taking turns (`xlabench ab`) holds the machine from here: building and
+        # compiling are its own, and never overlap the other side's samples.
+        turns.take()
         prepare_process(job.spec, scratch)
-        record = run_spec(job.spec, job.sampling_target_rel_ci, scratch, job.check_parity)
+        record = run_spec(job.spec, job.sampling_target_rel_ci, scratch, job.check_parity,
+                          turns)
         bad = os.environ.get(FAULT_ENV) == "badrecord"
         write_json_atomic(record_path, "{half a record" if bad else record.to_json())
+    except TurnsEndedError as exc:
+        print(f"xlabench worker: {exc}", file=sys.stderr)
+        return 3
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return 0

@@ -43,7 +43,7 @@ from xlabench.core.record import ProcessInfo
 from xlabench.core.result import ResultPolicy
 from xlabench.measure import combine, stats
 from xlabench.measure import env as envinfo
-from xlabench.measure.probe import readings as probe_readings
+from xlabench.measure.probe import machine_states
 from xlabench.measure.sequential import (
     SequentialDesign,
     SequentialLook,
@@ -53,6 +53,7 @@ from xlabench.measure.sequential import (
     sequential_look,
 )
 from xlabench.runner import Placement, run_isolated
+from xlabench.runner.turns import TurnJob, run_in_turns
 from xlabench.store import ResultStore
 from xlabench.sweep.config import check_label
 from xlabench.sweep.run import save_record
@@ -65,6 +66,10 @@ SPEC_KEYS = ("model", "backend", "mode", "precision", "runner")
 SIDE_KEYS = ("python", "env:NAME", *SPEC_KEYS)
 DEFAULT_LABELS = ("a", "b")
 DEFAULT_BUDGET_S = 600.0
+#: How a round's two processes share the machine: "samples" (default), alive together and
+#: taking turns slice by slice (`measure.turns`: both see the machine's slow spells alike);
+#: "processes", one after the other.
+INTERLEAVE = ("samples", "processes")
 #: The verdicts that stop a configuration (`sequential_look`'s other one is "continue").
 DECIDED = ("faster", "slower", "same")
 INCONCLUSIVE = "inconclusive"
@@ -203,8 +208,12 @@ class AbSettings:
     budget_s: float = DEFAULT_BUDGET_S
     timeout_s: float = 600.0
     seed: int = 0
+    interleave: str = INTERLEAVE[0]
 
     def __post_init__(self) -> None:
+        if self.interleave not in INTERLEAVE:
+            raise UserError(f"interleave must be one of {', '.join(INTERLEAVE)}, got "
+                            f"{self.interleave!r}")
         if not self.budget_s > 0:
             raise UserError(f"budget must be positive seconds, got {self.budget_s:g}")
         if not self.timeout_s > 0:
@@ -252,17 +261,26 @@ class AbConfiguration:
         return text
 
     def round_cost_s(self) -> float:
-        """What one more round of this configuration should take: each side's median process."""
-        total = 0.0
-        for processes in self.processes:
-            durations = [r.duration_s or 0.0 for r in processes.records]
-            total += stats.median(durations) if durations else 0.0
-        return total
+        """What one more round of this configuration should take: the median round, a round
+        being the longer of its two processes where they took turns (alive together), their
+        sum where they ran one after the other."""
+        costs = [_pair_s(a, b) for a, b in zip(*(p.records for p in self.processes),
+                                                strict=False)]
+        return stats.median(costs) if costs else 0.0
 
     def verdict(self) -> str:
         if self.look is None or self.look.verdict not in DECIDED:
             return INCONCLUSIVE
         return self.look.verdict
+
+
+def _pair_s(a: Record, b: Record) -> float:
+    a_s, b_s = a.duration_s or 0.0, b.duration_s or 0.0
+    return max(a_s, b_s) if _took_turns(a) and _took_turns(b) else a_s + b_s
+
+
+def _took_turns(record: Record) -> bool:
+    return bool(record.backend_info.get("turns"))
 
 
 def _spec_delta(a: Spec, b: Spec) -> str:
@@ -300,6 +318,9 @@ def new_sweep_id() -> str:
 #: Runs one process: (spec, interpreter or None, extra environment, deadline, relaxed
 #: sampling target or None, whether to check parity) -> record.
 ProcessRunner = Callable[[Spec, str | None, Mapping[str, str], float, float | None, bool], Record]
+#: Runs a round's two processes of one configuration: (both sides' jobs, the index of the
+#: side that starts, each process's deadline) -> both records, in side order.
+PairRunner = Callable[[tuple[TurnJob, TurnJob], int, float], tuple[Record, Record]]
 #: z of a 95% interval: turns Kalibera & Jones's samples per process into a sampling target.
 Z95 = 1.96
 
@@ -313,9 +334,36 @@ def run_process(spec: Spec, python: str | None, env: Mapping[str, str],
     record = run_isolated(spec, timeout_s, placement=Placement(env=dict(env)),
                           sampling_target_rel_ci=sampling_target_rel_ci,
                           check_parity=check_parity, python=python or sys.executable)
+    return _with_side_env(record, env)
+
+
+def _with_side_env(record: Record, env: Mapping[str, str]) -> Record:
     recorded = dict(record.env)
     recorded["flags"] = {**(recorded.get("flags") or {}), **env}
     return record.replace(env=recorded, env_id=envinfo.env_id(recorded))
+
+
+def pair_in_turns(jobs: tuple[TurnJob, TurnJob], first: int, timeout_s: float
+                  ) -> tuple[Record, Record]:
+    """Both processes alive together, taking turns slice by slice (`runner.turns`); each
+    record's environment gets its side's variables, as `run_process` gives them."""
+    records = run_in_turns(jobs, first, timeout_s)
+    a, b = (_with_side_env(r, job.env) for r, job in zip(records, jobs, strict=True))
+    return a, b
+
+
+def one_after_other(runner: ProcessRunner = run_process) -> PairRunner:
+    """A pair runner that runs the two processes one after the other, `first` first."""
+    def run(jobs: tuple[TurnJob, TurnJob], first: int, timeout_s: float
+            ) -> tuple[Record, Record]:
+        records: dict[int, Record] = {}
+        for index in (first, 1 - first):
+            job = jobs[index]
+            records[index] = runner(job.spec, job.python, job.env, timeout_s,
+                                    job.sampling_target_rel_ci, job.check_parity)
+        return records[0], records[1]
+
+    return run
 
 
 @dataclass
@@ -331,11 +379,14 @@ class AbRun:
 
 
 def run_ab(run: AbRun, store: ResultStore, note: Callable[[str], None],
-           runner: ProcessRunner = run_process,
+           runner: PairRunner | None = None,
            clock: Callable[[], float] = time.perf_counter) -> AbRun:
     """Round after round until every configuration is decided, failed, or out of rounds or
     budget (wall-clock seconds on `clock`); every process is stored as it finishes, both
-    results after every round."""
+    results after every round. `runner`: how a round's pair runs (default: as the settings'
+    `interleave` says)."""
+    if runner is None:
+        runner = pair_in_turns if run.settings.interleave == "samples" else one_after_other()
     rng = random.Random(run.settings.seed)
     start_s = clock()
     design = run.settings.design
@@ -363,22 +414,32 @@ def run_ab(run: AbRun, store: ResultStore, note: Callable[[str], None],
 
 
 def _run_round(run: AbRun, live: Sequence[AbConfiguration], round_index: int,
-               rng: random.Random, store: ResultStore, runner: ProcessRunner) -> None:
-    order = [(c, side) for c in live for side in (0, 1)]
+               rng: random.Random, store: ResultStore, runner: PairRunner) -> None:
+    """Each configuration's pair, the configurations in a random order, and in each pair the
+    side that starts drawn at random."""
+    order = list(live)
     rng.shuffle(order)
-    for configuration, side_index in order:
-        side = run.sides[side_index]
-        processes = configuration.processes[side_index]
-        # A process never outlives the whole budget (a hung worker cannot hold it hostage).
-        timeout_s = min(run.settings.timeout_s, run.settings.budget_s)
-        target, reason = sampling_target(processes.records)
-        record = runner(configuration.specs[side_index], side.python, side.environment(),
-                        timeout_s, target, not _parity_checked(processes.records))
-        info = ProcessInfo(result_id=processes.result_id, index=len(processes.records),
-                           round=round_index, sampling_target_rel_ci=target,
-                           sampling_reason=reason)
-        record = save_record(store, record.replace(process=info), run.sweep_id, side.label)
-        processes.records.append(record)
+    # A process never outlives the whole budget (a hung worker cannot hold it hostage); taking
+    # turns, its deadline also covers the other side's turns.
+    timeout_s = min(run.settings.timeout_s * (2 if run.settings.interleave == "samples" else 1),
+                    run.settings.budget_s)
+    for configuration in order:
+        first = rng.randrange(2)
+        targets = [sampling_target(p.records) for p in configuration.processes]
+        jobs = tuple(TurnJob(spec, side.python or sys.executable, side.environment(), target,
+                             not _parity_checked(processes.records))
+                     for spec, side, processes, (target, _) in zip(
+                         configuration.specs, run.sides, configuration.processes, targets,
+                         strict=True))
+        records = runner(jobs, first, timeout_s)  # type: ignore[arg-type]
+        for side_index in (first, 1 - first):
+            side, processes = run.sides[side_index], configuration.processes[side_index]
+            target, reason = targets[side_index]
+            info = ProcessInfo(result_id=processes.result_id, index=len(processes.records),
+                               round=round_index, sampling_target_rel_ci=target,
+                               sampling_reason=reason)
+            record = records[side_index].replace(process=info)
+            processes.records.append(save_record(store, record, run.sweep_id, side.label))
 
 
 def _parity_checked(records: Sequence[Record]) -> bool:
@@ -394,7 +455,7 @@ def sampling_target(records: Sequence[Record]) -> tuple[float | None, str]:
     within-process variance of a sample, the between-process variance of the medians and what
     a process costs beside its samples, as the relative interval the worker samples to (it only
     ever relaxes the spec's target, so the spec and its id stay). None before two processes."""
-    timed = [(math.log(r.throughput.median_sps), r.throughput.sample_s, r.duration_s or 0.0)
+    timed = [(math.log(r.throughput.median_sps), r.throughput.sample_s, _own_s(r))
              for r in records if r.ok and r.throughput is not None
              and r.throughput.median_sps > 0 and len(r.throughput.sample_s) >= 2]
     if len(timed) < 2:
@@ -414,6 +475,12 @@ def sampling_target(records: Sequence[Record]) -> tuple[float | None, str]:
                     f"{100 * math.sqrt(within_var):.1f}%, between σ "
                     f"{100 * math.sqrt(between_var):.1f}%, {process_s:.1f} s a process, "
                     f"{sample_s:.3f} s a sample): sampling stops at ±{100 * target:.1f}%")
+
+
+def _own_s(record: Record) -> float:
+    """A process's own wall time: taking turns, its waits for the other side's aside."""
+    waited_s = float((record.backend_info.get("turns") or {}).get("waited_s", 0.0))
+    return max(0.0, (record.duration_s or 0.0) - waited_s)
 
 
 def _log_var(sample_s: Sequence[float]) -> float:
@@ -467,9 +534,10 @@ def _look(c: AbConfiguration, design: SequentialDesign, round_index: int,
 
 def _states_text(records: Sequence[Record]) -> str:
     """The probe readings of a round's processes, when they span machine states."""
-    rates = [g for r in records for g in probe_readings(r) if g is not None]
-    return (f"the machine changed state within it, probes {min(rates):.0f}-{max(rates):.0f} "
-            "GFLOP/s")
+    spread = machine_states(records)
+    assert spread is not None  # only said of a round whose probes span states
+    return (f"the machine changed state within it, probes {spread.low_gflops:.0f}-"
+            f"{spread.high_gflops:.0f} GFLOP/s")
 
 
 def format_look(look: SequentialLook) -> str:
@@ -549,7 +617,8 @@ def run_dict(run: AbRun) -> dict[str, Any]:
         "sweep_id": run.sweep_id, "seed": run.settings.seed,
         "threshold": design.threshold, "alpha": design.alpha,
         "min_rounds": design.min_rounds, "max_rounds": design.max_rounds,
-        "budget_s": run.settings.budget_s, "wall_s": run.wall_s, "rounds_run": run.rounds_run,
+        "budget_s": run.settings.budget_s, "interleave": run.settings.interleave,
+        "wall_s": run.wall_s, "rounds_run": run.rounds_run,
         "sides": [s.to_dict() for s in run.sides],
         "configurations": [configuration_dict(run, c) for c in run.configurations],
     }
