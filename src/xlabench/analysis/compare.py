@@ -17,7 +17,7 @@ against a threshold t (DEFAULT_THRESHOLD):
     inconclusive  otherwise (the interval is too wide to tell), and always for two separate
                   runs of which neither carries a between-run variation: their interval knows
                   only how processes of one run differ, and separate runs here differed by up
-                  to 57% (docs/measurements.md), so it cannot hold a repetition; keep the
+                  to 57% (docs/spread.md), so it cannot hold a repetition; keep the
                   baseline in a database with re-runs (each result then carries the machine's),
                   or compare results measured interleaved in one sweep (paired)
     insufficient data   either side failed or has fewer than two processes
@@ -62,7 +62,7 @@ from xlabench.store.scenario_rows import figure_interval
 from xlabench.store.view import latest_complete
 
 #: A ratio counts as a change only beyond ±5%: below that, re-runs of the same software on a
-#: quiet machine differ by about as much (docs/measurements.md), so "same" means "within 5%".
+#: quiet machine differ by about as much (docs/spread.md), so "same" means "within 5%".
 DEFAULT_THRESHOLD = 0.05
 INCONCLUSIVE, INSUFFICIENT = "inconclusive", "insufficient data"
 VERDICTS = (FASTER, SLOWER, SAME, INCONCLUSIVE, INSUFFICIENT)

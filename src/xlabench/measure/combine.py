@@ -172,7 +172,7 @@ MIN_DRIFT_DF = 2
 #: How many re-runs' worth of evidence the machine's pooled between-run variance is about any
 #: one configuration: its prior weight (degrees of freedom) beside that configuration's own
 #: re-runs. Configurations on one machine drift very differently (on the 2-core VM of
-#: docs/measurements.md one ran 38% apart between sessions while the pool said 7%), so the pool is a
+#: docs/spread.md one ran 38% apart between sessions while the pool said 7%), so the pool is a
 #: weak prior, however many results it holds: a configuration's variance is taken as drawn
 #: around the pool with this many degrees of freedom (a scaled inverse chi-square), its own
 #: re-runs add theirs, and the interval's t quantile uses the sum.
