@@ -68,7 +68,7 @@ def aa_part(opts: argparse.Namespace) -> None:
     models = MODELS[:1] if opts.quick else tuple(opts.models.split(","))
     verdicts: Counter[str] = Counter()
     decided_s: list[float] = []
-    seed = 0
+    seed = opts.seed_offset
     for repeat in range(opts.aa_per_config):
         for model in models:
             for backend, mode in pairs:
@@ -126,7 +126,8 @@ def ab_part(opts: argparse.Namespace) -> None:
     calls: Counter[str] = Counter()
     decided_s: list[float] = []
     for run in range(opts.ab_runs):
-        report, wall_s = ab(opts, grid, opts.workdir / "ab.db", opts.budget, 1000 + run, *change)
+        report, wall_s = ab(opts, grid, opts.workdir / "ab.db", opts.budget,
+                            1000 + opts.seed_offset + run, *change)
         (c,) = report["configurations"]
         calls[c["verdict"]] += 1
         if c["verdict"] != "inconclusive":
@@ -188,6 +189,9 @@ def main() -> None:
                    help="how each round's pair shares the machine (default samples, ab's own)")
     p.add_argument("--backends", default=",".join(f"{b}:{m}" for b, m in BACKEND_MODES),
                    help="A/A backend:mode pairs, comma-separated (default: all five)")
+    p.add_argument("--seed-offset", type=int, default=0,
+                   help="added to every comparison's seed: a later run adds new comparisons "
+                   "to an earlier one's instead of repeating them (default 0)")
     p.add_argument("--quick", action="store_true",
                    help="one A/A and one A/B comparison of a minute each: it works")
     opts = p.parse_args()
