@@ -14,6 +14,7 @@ from tests.conftest import make_record
 from xlabench.core.record import Interference, Probe, ProcessInfo
 from xlabench.core.result import ResultPolicy
 from xlabench.measure import combine, stats
+from xlabench.measure.turns import took_turns
 
 SEED = 20261201
 
@@ -256,6 +257,19 @@ def test_rounds_whose_processes_span_machine_states_are_set_aside() -> None:
     assert paired.ratio_low == pytest.approx(0.9) == paired.ratio_high
     assert combine.matched_rounds(new, base).set_aside == ()  # no probes: nothing to go by
     assert len(combine.paired_log_ratios(new, base)) == 5
+    # a round whose two processes took turns slice by slice saw the same states: it pairs
+    in_turns = (False, False, True, False, False)
+    turned = [dataclasses.replace(r, process_took_turns=in_turns)
+              for r in (probed_new, probed_base)]
+    assert combine.matched_rounds(*turned).set_aside == ()
+    one_sided = dataclasses.replace(probed_new, process_took_turns=in_turns)
+    assert combine.matched_rounds(one_sided, probed_base).set_aside == (2,)
+
+
+def test_a_process_took_turns_only_if_it_alternated() -> None:
+    assert took_turns({"turns": {"taken": 6, "waited_s": 8.0}})
+    assert not took_turns({"turns": {"taken": 1, "waited_s": 9.0}})  # held it start to end
+    assert not took_turns({})
 
 
 def test_a_machine_busy_at_every_probe_still_pairs_every_round() -> None:

@@ -35,6 +35,7 @@ from xlabench.core.result import (
     interference_reason,
 )
 from xlabench.measure.probe import machine_states, one_state, readings
+from xlabench.measure.turns import took_turns
 
 if TYPE_CHECKING:  # measure.sequential builds on this module's t distribution
     from xlabench.measure.sequential import SequentialDesign
@@ -356,7 +357,7 @@ def combine(
         probe_spread_rel=_probe_spread_rel(used),
         process_probe_before_gflops=tuple(readings(r)[0] for r in used),
         process_probe_after_gflops=tuple(readings(r)[1] for r in used),
-        process_took_turns=tuple(bool(r.backend_info.get("turns")) for r in used),
+        process_took_turns=tuple(took_turns(r.backend_info) for r in used),
     )
 
 

@@ -121,6 +121,14 @@ class Turns:
         return {"taken": self.taken, "waited_s": round(self.waited_s, 3)}
 
 
+def took_turns(backend_info: dict[str, object]) -> bool:
+    """Whether a process's record says it alternated with the other side of its round: more
+    than one turn taken. A worker that held the machine from its start to its end (a native
+    runner, a LoadGen scenario) took one: its round ran one after the other."""
+    summary = backend_info.get("turns")
+    return isinstance(summary, dict) and int(summary.get("taken", 0)) > 1
+
+
 def no_turns() -> Turns:
     """Outside `xlabench ab` (and in tests of the timing method): no pipes, no-op turns."""
     return Turns()

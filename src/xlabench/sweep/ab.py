@@ -52,6 +52,7 @@ from xlabench.measure.sequential import (
     samples_per_process,
     sequential_look,
 )
+from xlabench.measure.turns import took_turns
 from xlabench.runner import Placement, run_isolated
 from xlabench.runner.turns import TurnJob, run_in_turns
 from xlabench.store import ResultStore
@@ -280,7 +281,7 @@ def _pair_s(a: Record, b: Record) -> float:
 
 
 def _took_turns(record: Record) -> bool:
-    return bool(record.backend_info.get("turns"))
+    return took_turns(record.backend_info)
 
 
 def _spec_delta(a: Spec, b: Spec) -> str:
