@@ -271,6 +271,23 @@ def test_an_interpreter_without_the_worker_is_refused(
     assert not (tmp_path / "ab.db").exists()
 
 
+def test_an_interpreter_whose_framework_does_not_import_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A TensorFlow that is there but breaks on import (two wheels of different versions over
+    each other) is refused before any round, with the import's error."""
+    python = _light_venv(tmp_path / "venv-b", "keras-hub", "0.0.1")
+    site = python.parent.parent / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    broken = site / "site-packages" / "tensorflow"
+    broken.mkdir()
+    (broken / "__init__.py").write_text("raise ImportError('undefined symbol: on purpose')\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["ab", *GRID, "--db", "ab.db", "--b", f"python={python}"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot import tensorflow: ImportError: undefined symbol: on purpose" in err
+    assert not (tmp_path / "ab.db").exists()
+
+
 # ------------------------------------------------------------------------- real runs
 def _light_venv(root: Path, package: str, version: str) -> Path:
     """A virtual environment that reuses this one's packages through a .pth file, with one

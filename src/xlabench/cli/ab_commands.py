@@ -131,8 +131,8 @@ def prepare(args: argparse.Namespace) -> ab.AbRun:
     sweep_id = ab.new_sweep_id()
     configurations = ab.make_configurations(specs, sides, sweep_id, settings,
                                             bool(args.unsafe_load))
-    for side in sides:
-        ab.check_interpreter(side)
+    for index, side in enumerate(sides):
+        ab.check_interpreter(side, [c.specs[index].backend for c in configurations])
     return ab.AbRun(configurations, sides, settings, sweep_id)
 
 

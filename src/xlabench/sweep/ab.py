@@ -39,6 +39,7 @@ from typing import Any
 
 from xlabench.analysis.compare import environment_differences
 from xlabench.core import Record, Spec, UserError, one_line
+from xlabench.core import backends as backend_table
 from xlabench.core.record import ProcessInfo
 from xlabench.core.result import ResultPolicy
 from xlabench.measure import combine, stats
@@ -74,11 +75,20 @@ INTERLEAVE = ("samples", "processes")
 #: The verdicts that stop a configuration (`sequential_look`'s other one is "continue").
 DECIDED = ("faster", "slower", "same")
 INCONCLUSIVE = "inconclusive"
-#: What an interpreter must import to run a worker (find_spec: present, not loaded: fast).
-PROBE = ("import importlib.util, sys\n"
+#: What an interpreter must import to run a worker: xlabench's worker, Keras and NumPy present
+#: (find_spec: not loaded, fast), and the frameworks its side's backends run on (argv) loaded,
+#: so a broken install (two TensorFlow wheels of different versions over each other) is
+#: refused before any round, not found in every process.
+PROBE = ("import importlib, importlib.util, sys\n"
          "import xlabench.runner.worker\n"
          "missing = [m for m in ('keras', 'numpy') if importlib.util.find_spec(m) is None]\n"
-         "sys.exit('missing: ' + ', '.join(missing) if missing else 0)\n")
+         "if missing:\n"
+         "    sys.exit('missing: ' + ', '.join(missing))\n"
+         "for name in sys.argv[1:]:\n"
+         "    try:\n"
+         "        importlib.import_module(name)\n"
+         "    except Exception as exc:\n"
+         "        sys.exit(f'cannot import {name}: {type(exc).__name__}: {exc}')\n")
 PROBE_TIMEOUT_S = 120.0
 #: Spec fields an own model sets; a registry model on one side resets them.
 OWN_MODEL_FIELDS = ("model_file", "model_factory", "model_sha256", "channels", "unsafe_load")
@@ -177,17 +187,21 @@ def _model_fields(model: str, unsafe_load: bool) -> dict[str, Any]:
             **{name: defaults[name] for name in OWN_MODEL_FIELDS}}
 
 
-def check_interpreter(side: AbSide) -> None:
-    """Run the side's interpreter once with a short import probe, in the side's environment.
+def check_interpreter(side: AbSide, backends: Sequence[str] = ()) -> None:
+    """Run the side's interpreter once with an import probe, in the side's environment: the
+    worker, and the frameworks of `backends` (the backends this side's specs run on).
 
     Raises:
-        UserError: it does not start, or lacks xlabench's worker or its dependencies.
+        UserError: it does not start, lacks xlabench's worker or its dependencies, or cannot
+            import a framework it is to run.
     """
     if side.python is None:
         return
     env = {**os.environ, **side.environment()}
+    packages = sorted({backend_table.info(b).package for b in backends})
     try:
-        done = subprocess.run([side.python, "-c", PROBE], env=env, capture_output=True,
+        done = subprocess.run([side.python, "-c", PROBE, *packages], env=env,
+                              capture_output=True,
                               text=True, timeout=PROBE_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise UserError(f"side {side.label}: python={side.python} does not run: "
