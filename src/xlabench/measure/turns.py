@@ -129,6 +129,13 @@ def took_turns(backend_info: dict[str, object]) -> bool:
     return isinstance(summary, dict) and int(summary.get("taken", 0)) > 1
 
 
+def waited_s(backend_info: dict[str, object]) -> float:
+    """How long a process's record says it waited for the other side's turns (0 when it took
+    none)."""
+    summary = backend_info.get("turns")
+    return float(summary.get("waited_s", 0.0)) if isinstance(summary, dict) else 0.0
+
+
 def no_turns() -> Turns:
     """Outside `xlabench ab` (and in tests of the timing method): no pipes, no-op turns."""
     return Turns()

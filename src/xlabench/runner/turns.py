@@ -18,7 +18,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from xlabench.core import Record, Spec
+from xlabench.core import Record, Spec, Status, failure
 from xlabench.measure.turns import DONE, GO, STOP, TURNS_ENV
 from xlabench.runner.isolate import Placement, run_isolated
 
@@ -75,10 +75,13 @@ def run_in_turns(jobs: tuple[TurnJob, TurnJob], first: int, timeout_s: float
     def launch(index: int) -> None:
         job, fds = jobs[index], pipes[index].child_fds()
         env = {**job.env, TURNS_ENV: f"{fds[0]},{fds[1]}"}
-        records[index] = run_isolated(
-            job.spec, timeout_s, placement=Placement(env=env),
-            sampling_target_rel_ci=job.sampling_target_rel_ci, check_parity=job.check_parity,
-            python=job.python, pass_fds=fds)
+        try:
+            records[index] = run_isolated(
+                job.spec, timeout_s, placement=Placement(env=env),
+                sampling_target_rel_ci=job.sampling_target_rel_ci,
+                check_parity=job.check_parity, python=job.python, pass_fds=fds)
+        except Exception as exc:  # noqa: BLE001 - this side fails as data, the other goes on
+            records[index] = failure(job.spec, Status.CRASHED, f"could not run the worker: {exc}")
 
     # Daemons: an interrupted parent exits without waiting for them, and its workers die
     # with the threads that launched them (`core.child`).
@@ -95,7 +98,7 @@ def run_in_turns(jobs: tuple[TurnJob, TurnJob], first: int, timeout_s: float
     for p in pipes:
         p.close_child_ends()
     a, b = records
-    assert a is not None and b is not None  # run_isolated always returns a record
+    assert a is not None and b is not None  # `launch` always sets one
     return a, b
 
 

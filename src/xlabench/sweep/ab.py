@@ -53,7 +53,7 @@ from xlabench.measure.sequential import (
     samples_per_process,
     sequential_look,
 )
-from xlabench.measure.turns import took_turns
+from xlabench.measure.turns import took_turns, waited_s
 from xlabench.runner import Placement, run_isolated
 from xlabench.runner.turns import TurnJob, run_in_turns
 from xlabench.store import ResultStore
@@ -291,11 +291,8 @@ class AbConfiguration:
 
 def _pair_s(a: Record, b: Record) -> float:
     a_s, b_s = a.duration_s or 0.0, b.duration_s or 0.0
-    return max(a_s, b_s) if _took_turns(a) and _took_turns(b) else a_s + b_s
-
-
-def _took_turns(record: Record) -> bool:
-    return took_turns(record.backend_info)
+    both_took_turns = took_turns(a.backend_info) and took_turns(b.backend_info)
+    return max(a_s, b_s) if both_took_turns else a_s + b_s
 
 
 def _spec_delta(a: Spec, b: Spec) -> str:
@@ -494,8 +491,7 @@ def sampling_target(records: Sequence[Record]) -> tuple[float | None, str]:
 
 def _own_s(record: Record) -> float:
     """A process's own wall time: taking turns, its waits for the other side's aside."""
-    waited_s = float((record.backend_info.get("turns") or {}).get("waited_s", 0.0))
-    return max(0.0, (record.duration_s or 0.0) - waited_s)
+    return max(0.0, (record.duration_s or 0.0) - waited_s(record.backend_info))
 
 
 def _log_var(sample_s: Sequence[float]) -> float:
