@@ -64,7 +64,8 @@ demo: setup
 # The study on this machine's CPU (issue 38), published in the repository: `--preset study-cpu`
 # into results/cpu/<device>/study.db, the device named as results name it, with the environment
 # and commit of each sitting in ENVIRONMENT.json beside it. Resumable: run it again to go on.
-# `make study` runs every tier; `make study-run TIER=1` (or TIER=1,2) some. Run it on a quiet
+# `make study` runs every tier; `make study-run TIER=1` (or TIER=1,2) some: each tier is about
+# 90 minutes (`xlabench sweep --preset study-cpu --dry-run` gives each one's ETA). Run it on a quiet
 # machine (no build or test beside it). `make study-report`: one report from every
 # results/cpu/*/study.db and the study's published numbers, into results/report/; no benchmark.
 STUDY_ROOT ?= results/cpu

@@ -16,7 +16,7 @@ from tests.sweep.conftest import ScriptedExecutor
 from xlabench.core import Spec, Status
 from xlabench.runner import Placement, ensure_costs
 from xlabench.store import ResultStore
-from xlabench.sweep import Sweep, build_config, format_plan, format_summary, run_sweep
+from xlabench.sweep import Sweep, build_config, cost, format_plan, format_summary, run_sweep
 from xlabench.sweep.executors import (
     LocalExecutor,
     _overlapping,
@@ -143,7 +143,11 @@ def test_dry_run_plan_estimates_from_history(tmp_path: Path, record_factory) -> 
     config = _config(tmp_path)
     with Sweep(config, ScriptedExecutor(record_factory), dry_run=True) as sweep:
         assert sweep.store is None and not db.exists()
-        assert sweep.plan.estimated_total_s is None
+        # no history anywhere: every registry model is estimated by the cost line, as it is
+        ids = {s.spec_id() for s in sweep.plan.todo}
+        assert sweep.plan.modelled == ids
+        assert sweep.plan.estimate_s == {s.spec_id(): cost.spec_process_s(s)
+                                         for s in sweep.plan.todo}
     with ResultStore(db) as store:
         for seconds in (10.0, 30.0, 20.0):
             old = record_factory(model="resnet50_v1", backend="torch", mode="eager",
@@ -151,12 +155,19 @@ def test_dry_run_plan_estimates_from_history(tmp_path: Path, record_factory) -> 
             store.save(old.replace(duration_s=seconds))
     with Sweep(config, ScriptedExecutor(record_factory), dry_run=True) as sweep:
         text = format_plan(sweep.plan, config.db, sweep.env_ids)
-    assert sweep.plan.estimate_s == {
-        s.spec_id(): 20.0 for s in sweep.plan.todo if (s.model, s.backend) == ("resnet50_v1",
-                                                                              "torch")
-    }
-    assert "estimate: 20 s for 1 configurations" in text
-    assert "3 configurations have no history" in text
+    plan = sweep.plan
+    measured = {s.spec_id() for s in plan.todo if (s.model, s.backend) == ("resnet50_v1",
+                                                                           "torch")}
+    assert {k: plan.estimate_s[k] for k in measured} == {k: 20.0 for k in measured}
+    # the rest: the line, times how this machine's history compares with it (20 s against
+    # the line's ResNet50 at 224 px), on torch/eager and, having none, on jax/eager too
+    factor = 20.0 / cost.configuration_process_s("resnet50_v1", 224, 4)
+    assert plan.modelled == {s.spec_id() for s in plan.todo} - measured
+    for spec in plan.todo:
+        if spec.spec_id() in plan.modelled:
+            assert plan.estimate_s[spec.spec_id()] == pytest.approx(
+                cost.spec_process_s(spec) * factor)
+    assert "(3 from the cost line)" in text and "at least 1 processes each" in text
     assert "  jax/eager    2" in text and "  torch/eager  2" in text
 
 

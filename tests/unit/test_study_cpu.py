@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import subprocess
 from collections import Counter
@@ -21,11 +22,14 @@ from xlabench.measure import env as envinfo
 from xlabench.store import ResultStore
 from xlabench.sweep import build_config, expand, format_plan
 from xlabench.sweep.plan import Plan
+from xlabench.sweep import cost
 from xlabench.sweep.presets import (
     GPU_MODELS,
+    STUDY_CPU_TIER_S,
     STUDY_CPU_TIERS,
     STUDY_CPU_TIMEOUT_S,
     STUDY_PUBLISHED_MODELS,
+    study_cpu_model_s,
 )
 from xlabench.zoo import REGISTRY
 
@@ -35,33 +39,52 @@ STUDY_CPU_PAIRS = {"tensorflow/eager", "tensorflow/graph", "tensorflow/xla",
 PUBLISHED_CSV = REPO / "tests" / "data" / "study_best_per_resolution_and_gpu.csv"
 
 
+NO_SUCH_TIER = max(STUDY_CPU_TIERS) + 1
+
+
 def _tier_of(model: str) -> list[int]:
     return [tier for tier, models in STUDY_CPU_TIERS.items() if model in models]
 
 
 # ------------------------------------------------------------------------------ the grid
+def _groups() -> tuple[list[str], list[str], list[str]]:
+    """The study-cpu order, written out: the smallest model of each family (by MACs), the rest
+    of the published-table models, everything else."""
+    def smallest(model: str) -> bool:
+        family = REGISTRY.get(model).family
+        macs = [REGISTRY.get(m).macs or float("inf") for m in GPU_MODELS
+                if REGISTRY.get(m).family == family]
+        return (REGISTRY.get(model).macs or float("inf")) == min(macs)
+    first = [m for m in GPU_MODELS if smallest(m)]
+    published = [m for m in STUDY_PUBLISHED_MODELS if m not in first]
+    rest = [m for m in GPU_MODELS if m not in first and m not in published]
+    return first, published, rest
+
+
 def test_every_gpu_model_is_in_exactly_one_tier() -> None:
-    assert set(STUDY_CPU_TIERS) <= {1, 2, 3}
+    assert sorted(STUDY_CPU_TIERS) == list(range(1, len(STUDY_CPU_TIERS) + 1))
     assert all(STUDY_CPU_TIERS.values())  # no empty tier: a part with no models runs them all
     assert {m: _tier_of(m) for m in GPU_MODELS} == {m: [_tier_of(m)[0]] for m in GPU_MODELS}
     assert sum(len(models) for models in STUDY_CPU_TIERS.values()) == len(GPU_MODELS)
 
 
-def test_tier_one_is_the_smallest_model_of_each_family() -> None:
-    families = Counter(REGISTRY.get(m).family for m in STUDY_CPU_TIERS[1])
-    assert set(families) == {REGISTRY.get(m).family for m in GPU_MODELS}
-    assert set(families.values()) == {1}
-    for model in STUDY_CPU_TIERS[1]:
-        family = REGISTRY.get(model).family
-        macs = [REGISTRY.get(m).macs or float("inf") for m in GPU_MODELS
-                if REGISTRY.get(m).family == family]
-        assert (REGISTRY.get(model).macs or float("inf")) == min(macs), model
-
-
-def test_tier_two_is_the_rest_of_the_published_tables() -> None:
-    assert set(STUDY_CPU_TIERS[2]) == set(STUDY_PUBLISHED_MODELS) - set(STUDY_CPU_TIERS[1])
-    rest = set(GPU_MODELS) - set(STUDY_CPU_TIERS[1]) - set(STUDY_CPU_TIERS[2])
-    assert set(STUDY_CPU_TIERS.get(3, ())) == rest
+def test_tiers_are_the_study_order_cut_into_sittings() -> None:
+    first, published, rest = _groups()
+    assert len({REGISTRY.get(m).family for m in first}) == len(first)  # one per family
+    ordered = [m for tier in sorted(STUDY_CPU_TIERS) for m in STUDY_CPU_TIERS[tier]]
+    assert ordered == first + published + rest
+    for group in (first, published, rest):
+        tiers = [models for models in STUDY_CPU_TIERS.values() if set(models) & set(group)]
+        assert all(set(models) <= set(group) for models in tiers)  # no tier mixes groups
+        group_s = sum(study_cpu_model_s(m) for m in group)
+        assert len(tiers) <= math.ceil(group_s / STUDY_CPU_TIER_S) + 1
+        for models in tiers:  # each fits a sitting, unless one model alone does not
+            assert sum(map(study_cpu_model_s, models)) <= STUDY_CPU_TIER_S or len(models) == 1
+    # the estimate a tier is cut by is the one its dry run prints (the cost line, no history)
+    model = STUDY_CPU_TIERS[1][0]
+    line_s = cost.configuration_process_s(model, REGISTRY.get(model).default_resolution, 4)
+    assert study_cpu_model_s(model) == pytest.approx(
+        len(STUDY_CPU_PAIRS) * ResultPolicy().min_processes * line_s)
 
 
 def test_the_grid_is_each_model_at_its_own_size_on_five_engines() -> None:
@@ -105,8 +128,8 @@ def test_presets_without_tiers_keep_their_sweep_id() -> None:
 @pytest.mark.parametrize(
     ("preset", "tiers", "fragment"),
     [
-        ("study-cpu", "4", "preset 'study-cpu' has no tier 4; it has "
-                           + ", ".join(map(str, sorted(STUDY_CPU_TIERS)))),
+        ("study-cpu", str(NO_SUCH_TIER), f"preset 'study-cpu' has no tier {NO_SUCH_TIER}; it "
+                                         f"has {', '.join(map(str, sorted(STUDY_CPU_TIERS)))}"),
         ("study-cpu", "1,0", "preset 'study-cpu' has no tier 0"),
         ("study-cpu", "one", "tier must be an integer, got 'one'"),
         ("gpu", "1", "preset 'gpu' has none"),
@@ -128,7 +151,7 @@ def _one_error_line(result: subprocess.CompletedProcess[str]) -> str:
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (["--preset", "study-cpu", "--tier", "4"], "has no tier 4"),
+        (["--preset", "study-cpu", "--tier", str(NO_SUCH_TIER)], f"has no tier {NO_SUCH_TIER}"),
         (["--preset", "gpu", "--tier", "1"], "preset 'gpu' has none"),
     ],
 )
@@ -145,7 +168,9 @@ def test_dry_run_gives_each_tier_its_eta(run_cli, tmp_path: Path) -> None:
     tiers = {int(m) for m in re.findall(r"^  tier (\d): ", result.stdout, re.MULTILINE)}
     assert tiers == {1, 2}
     runs = 5 * len(STUDY_CPU_TIERS[1])
-    assert f"  tier 1: {runs} of {runs} configurations to run, estimate ?" in result.stdout
+    # no database: every configuration estimated by the cost line
+    assert re.search(rf"^  tier 1: {runs} of {runs} configurations to run, estimate "
+                     rf"[0-9].* \({runs} from the cost line\)$", result.stdout, re.MULTILINE)
     assert not (tmp_path / "xlabench.db").exists()
 
 
@@ -157,7 +182,7 @@ def test_plan_gives_each_tier_its_own_estimate() -> None:
     text = format_plan(plan, "study.db")
     n1, n2 = len(first), len(grid.specs) - len(first)
     assert (f"  tier 1: {n1 - 1} of {n1} configurations to run, estimate 30 min "
-            f"({n1 - 2} without history, not counted)") in text
+            f"({n1 - 2} without an estimate, not counted)") in text
     assert f"  tier 2: {n2} of {n2} configurations to run, estimate ?" in text
 
 

@@ -6,10 +6,12 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from xlabench.core import Spec
 from xlabench.measure import stats
 from xlabench.store import ResultStore
+from xlabench.sweep import cost
 from xlabench.sweep.expand import Grid
 
 #: (model, backend, mode) -> past worker wall times; the exact configuration is tried first.
@@ -26,6 +28,7 @@ class Plan:
     workers: int
     estimate_s: dict[str, float]  # spec_id -> estimated seconds of its result's processes
     processes: int = 1  # the fewest processes each result runs
+    modelled: frozenset[str] = frozenset()  # spec ids estimated by the cost line, not history
 
     @property
     def estimated_total_s(self) -> float | None:
@@ -44,40 +47,89 @@ def make_plan(
     """The plan: `grid` minus specs in `done_ids`, with estimates from `store`'s history (past
     worker durations are per process; a result runs at least `processes` of them)."""
     todo = tuple(s for s in grid.specs if s.spec_id() not in done_ids)
-    per_process = estimate_durations(store, todo) if store is not None else {}
+    per_process, modelled = estimate_durations(store, todo)
     estimates = {k: v * processes for k, v in per_process.items()}
     return Plan(grid=grid, todo=todo, done=len(grid.specs) - len(todo), workers=workers,
-                estimate_s=estimates, processes=processes)
+                estimate_s=estimates, processes=processes, modelled=modelled)
 
 
-def estimate_durations(store: ResultStore, specs: Iterable[Spec]) -> dict[str, float]:
-    """Median past worker wall time (`Record.duration_s`) for each spec that has history.
+def estimate_durations(store: ResultStore | None, specs: Iterable[Spec]
+                       ) -> tuple[dict[str, float], frozenset[str]]:
+    """Each spec's estimated seconds a process, and the ids of those estimated by the line.
 
-    The same model/resolution/batch/backend/mode/precision is preferred; otherwise any past run
-    of the same model on the same backend and mode. Failures count too: a configuration that
-    timed out before will likely take its timeout again.
+    With history: the median past worker wall time (`Record.duration_s`) of the same
+    model/resolution/batch/precision on the same backend and mode, else of any past run of
+    that model there. Failures count too: a configuration that timed out before will likely
+    take its timeout again. Without: the cost line (`sweep.cost`) times this machine's
+    `_History.factor`. A model file with no history has no estimate.
     """
-    history: dict[tuple[str, str, str], list[tuple[HistoryKey, float]]] = {}
-    estimates = {}
+    history = _History(store)
+    estimates: dict[str, float] = {}
+    modelled: set[str] = set()
     for spec in specs:
-        coarse = (spec.model, spec.backend, spec.mode)
-        if coarse not in history:
-            history[coarse] = _durations(store, *coarse)
-        exact = [d for key, d in history[coarse] if key == _exact_key(spec)]
-        pool = exact or [d for _, d in history[coarse]]
-        if pool:
-            estimates[spec.spec_id()] = stats.median(pool)
-    return estimates
+        past = history.durations(spec)
+        line_s = cost.spec_process_s(spec)
+        if past:
+            estimates[spec.spec_id()] = stats.median(past)
+        elif line_s is not None:
+            estimates[spec.spec_id()] = line_s * history.factor(spec.backend, spec.mode)
+            modelled.add(spec.spec_id())
+    return estimates, frozenset(modelled)
 
 
-def _durations(store: ResultStore, model: str, backend: str, mode: str) -> list[tuple]:
-    found = []
-    for row in store.rows_with_records(model=model, backend=backend, mode=mode, source="local"):
-        duration = json.loads(row["record_json"]).get("duration_s")
-        if duration:
-            key = (str(row["resolution"]), str(row["batch_size"]), row["precision"])
-            found.append((key, float(duration)))
-    return found
+@dataclass(frozen=True)
+class _Past:
+    """One past process of a backend and mode: what ran and how long its worker took."""
+
+    model: str
+    key: HistoryKey
+    duration_s: float
+    line_s: float | None  # the cost line's estimate for it
+
+
+class _History:
+    """A store's past process durations, read once per backend and mode."""
+
+    def __init__(self, store: ResultStore | None) -> None:
+        self.store = store
+        self._by_engine: dict[tuple[str, str], list[_Past]] = {}
+
+    def durations(self, spec: Spec) -> list[float]:
+        past = [p for p in self._engine(spec.backend, spec.mode) if p.model == spec.model]
+        exact = [p.duration_s for p in past if p.key == _exact_key(spec)]
+        return exact or [p.duration_s for p in past]
+
+    def factor(self, backend: str, mode: str) -> float:
+        """How this machine compares with the cost line: the median of past duration over the
+        line's estimate on this backend and mode, else over everything measured here, else 1."""
+        for past in (self._engine(backend, mode), self._everything()):
+            ratios = [p.duration_s / p.line_s for p in past if p.line_s]
+            if ratios:
+                return stats.median(ratios)
+        return 1.0
+
+    def _engine(self, backend: str, mode: str) -> list[_Past]:
+        if (backend, mode) not in self._by_engine:
+            rows = self._rows(backend=backend, mode=mode)
+            self._by_engine[backend, mode] = [p for p in map(_past, rows) if p is not None]
+        return self._by_engine[backend, mode]
+
+    def _everything(self) -> list[_Past]:
+        return [p for p in map(_past, self._rows()) if p is not None]
+
+    def _rows(self, **filters: str) -> list[dict[str, Any]]:
+        if self.store is None:
+            return []
+        return self.store.rows_with_records(source="local", **filters)
+
+
+def _past(row: dict[str, Any]) -> _Past | None:
+    duration = json.loads(row["record_json"]).get("duration_s")
+    if not duration:
+        return None
+    key = (str(row["resolution"]), str(row["batch_size"]), row["precision"])
+    line_s = cost.configuration_process_s(row["model"], row["resolution"], row["batch_size"])
+    return _Past(row["model"], key, float(duration), line_s)
 
 
 def _exact_key(spec: Spec) -> HistoryKey:
@@ -120,13 +172,24 @@ def _tier_lines(plan: Plan) -> list[str]:
     for tier in sorted(set(tiers.values())):
         todo = [s.spec_id() for s in plan.todo if tiers.get(s.spec_id()) == tier]
         in_grid = sum(1 for key in tiers.values() if key == tier)
-        known = [plan.estimate_s[key] for key in todo if key in plan.estimate_s]
-        estimate = format_duration(sum(known) / plan.workers) if known else "?"
-        rest = len(todo) - len(known)
-        extra = f" ({rest} without history, not counted)" if known and rest else ""
         lines.append(f"  tier {tier}: {len(todo)} of {in_grid} configurations to run, "
-                     f"estimate {estimate}{extra}")
+                     f"estimate {_estimate_text(plan, todo)}")
     return lines
+
+
+def _estimate_text(plan: Plan, spec_ids: list[str]) -> str:
+    """'1 h 05 min (12 from the cost line, 2 without an estimate, not counted)', or '?'."""
+    known = [key for key in spec_ids if key in plan.estimate_s]
+    if not known:
+        return "?"
+    total = format_duration(sum(plan.estimate_s[key] for key in known) / plan.workers)
+    notes = []
+    modelled = sum(1 for key in known if key in plan.modelled)
+    if modelled:
+        notes.append(f"{modelled} from the cost line")
+    if len(spec_ids) > len(known):
+        notes.append(f"{len(spec_ids) - len(known)} without an estimate, not counted")
+    return total + (f" ({', '.join(notes)})" if notes else "")
 
 
 def _skipped_lines(skipped: Mapping[str, int]) -> list[str]:
@@ -141,12 +204,11 @@ def _skipped_lines(skipped: Mapping[str, int]) -> list[str]:
 def _estimate_line(plan: Plan) -> str:
     if not plan.todo:
         return "nothing to run"
-    known = len(plan.estimate_s)
-    if known == 0:
-        return "estimate: none yet (no past results for these configurations in the db)"
+    if not plan.estimate_s:
+        return "estimate: none (no past results for these configurations in the db, and no " \
+               "MAC count to estimate them from)"
     workers = f" on {plan.workers} workers" if plan.workers > 1 else ""
-    rest = len(plan.todo) - known
-    extra = f"; {rest} configurations have no history and are not counted" if rest else ""
-    return (f"estimate: {format_duration(plan.estimated_total_s)}{workers} for {known} "
-            f"configurations, at least {plan.processes} processes each (median past process "
-            f"duration of the same model/backend/mode){extra}")
+    return (f"estimate: {_estimate_text(plan, [s.spec_id() for s in plan.todo])}{workers}, "
+            f"at least {plan.processes} processes each (a configuration's median past process "
+            f"duration on the same backend and mode; without one, the cost line of "
+            f"sweep/cost.py scaled to this machine's history)")

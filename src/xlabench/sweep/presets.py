@@ -6,11 +6,15 @@ and run settings, as `config.build_config` reads them.
 
 from __future__ import annotations
 
+import itertools
+import math
 from typing import Any
 
 from xlabench.core import BACKEND_MODES, MeasureSettings
 from xlabench.core.backends import FRAMEWORKS, RUNTIMES
+from xlabench.core.result import ResultPolicy
 from xlabench.store.importer import STUDY_BUILT_AS
+from xlabench.sweep import cost
 from xlabench.zoo import KINDS, REGISTRY
 
 #: A resolution that stands for each model's own default input size.
@@ -54,12 +58,23 @@ def _gpu_models() -> tuple[str, ...]:
 GPU_MODELS = _gpu_models()
 
 
+#: What each study-cpu model runs on: the study's TF without/with XLA and the honest graph
+#: baseline, and the two runtimes a CPU deployer picks (compiled: their optimised setting).
+_STUDY_CPU_ENGINES: tuple[dict[str, Any], ...] = (
+    {"backends": ("tensorflow",), "modes": ("eager", "graph", "xla")},
+    {"backends": ("openvino", "onnxruntime"), "modes": ("compiled",)},
+)
+#: About one quiet sitting: a tier of `study-cpu` is sized to this much estimated time.
+STUDY_CPU_TIER_S = 90 * 60.0
+
+
 def _study_cpu_tiers() -> dict[int, tuple[str, ...]]:
-    """GPU_MODELS in the order a 2-core machine should measure them: tier 1 the smallest of each
-    family (fewest MACs at its default resolution; registry order where a MAC count is missing),
-    tier 2 the rest of the published-table models, tier 3 everything else. A tier with no
-    model is left out (a part with no models would mean every model): GPU_MODELS' other
-    families have one model each, so there is no tier 3 today."""
+    """GPU_MODELS in the order a 2-core machine should measure them, cut into tiers of about
+    STUDY_CPU_TIER_S each: first the smallest of each family (fewest MACs at its default
+    resolution; registry order where a MAC count is missing), then the rest of the
+    published-table models, then everything else (GPU_MODELS' other families have one model
+    each: none today). Each group is cut, in its order, into the fewest tiers whose estimated
+    time (`sweep.cost`) fits, as evenly as whole models allow."""
     order = {entry.name: i for i, entry in enumerate(REGISTRY)}
     smallest: dict[str, str] = {}
     for name in GPU_MODELS:
@@ -70,7 +85,8 @@ def _study_cpu_tiers() -> dict[int, tuple[str, ...]]:
     first = tuple(m for m in GPU_MODELS if m in smallest.values())
     published = tuple(m for m in STUDY_PUBLISHED_MODELS if m not in first)
     rest = tuple(m for m in GPU_MODELS if m not in first and m not in published)
-    return {tier: models for tier, models in ((1, first), (2, published), (3, rest)) if models}
+    tiers = [chunk for group in (first, published, rest) for chunk in _cut(group)]
+    return {number: models for number, models in enumerate(tiers, start=1)}
 
 
 def _size_key(name: str, order: dict[str, int]) -> tuple[float, int]:
@@ -78,14 +94,48 @@ def _size_key(name: str, order: dict[str, int]) -> tuple[float, int]:
     return (float(macs) if macs else float("inf"), order[name])
 
 
+def study_cpu_model_s(name: str) -> float:
+    """A study-cpu model's estimated quiet-machine time: each engine's configuration, the
+    method's default processes each (`sweep.cost`; a model with no MAC count: its fixed
+    part)."""
+    processes = ResultPolicy().min_processes
+    per_process_s = cost.process_s(REGISTRY.get(name).macs or 0.0)
+    return len(_study_cpu_configurations()) * processes * per_process_s
+
+
+def _study_cpu_configurations() -> list[tuple[str, str]]:
+    return [(b, m) for engines in _STUDY_CPU_ENGINES
+            for b in engines["backends"] for m in engines["modes"]]
+
+
+def _cut(models: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """`models`, in order, in the fewest runs of about equal estimated time that each fit
+    STUDY_CPU_TIER_S (a model larger than that is a run of its own)."""
+    if not models:
+        return []
+    costs = [study_cpu_model_s(m) for m in models]
+    for count in range(math.ceil(sum(costs) / STUDY_CPU_TIER_S), len(models) + 1):
+        cuts = _even_cuts(costs, count)
+        runs = [(a, b) for a, b in itertools.pairwise((0, *cuts, len(models)))]
+        if all(b - a == 1 or sum(costs[a:b]) <= STUDY_CPU_TIER_S for a, b in runs):
+            return [models[a:b] for a, b in runs]
+    raise AssertionError("one model a run always fits")
+
+
+def _even_cuts(costs: list[float], count: int) -> list[int]:
+    """Where `count` runs of `costs` should start (after the first): each boundary at the
+    running sum nearest its multiple of the share, every run holding at least one model."""
+    running = list(itertools.accumulate(costs))
+    share = running[-1] / count
+    cuts: list[int] = []
+    for k in range(1, count):
+        low, high = (cuts[-1] if cuts else 0) + 1, len(costs) - (count - k)
+        cuts.append(min(range(low, high + 1), key=lambda i: abs(running[i - 1] - k * share)))
+    return cuts
+
+
 #: `--preset study-cpu`'s tiers (`--tier N`): tier -> models, each run in full before the next.
 STUDY_CPU_TIERS = _study_cpu_tiers()
-#: What each study-cpu model runs on: the study's TF without/with XLA and the honest graph
-#: baseline, and the two runtimes a CPU deployer picks (compiled: their optimised setting).
-_STUDY_CPU_ENGINES: tuple[dict[str, Any], ...] = (
-    {"backends": ("tensorflow",), "modes": ("eager", "graph", "xla")},
-    {"backends": ("openvino", "onnxruntime"), "modes": ("compiled",)},
-)
 #: One process of EfficientNet-B7@600 in TF XLA took 184 s on a 2-vCPU Zen 5 (NASNetLarge@331
 #: on OpenVINO 52 s): three times the slowest seen lets a slower CPU finish, and ends a hang.
 STUDY_CPU_TIMEOUT_S = 600.0
