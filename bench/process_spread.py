@@ -71,6 +71,10 @@ BIN = Path(sys.executable).parent
 HARNESS = {"openvino": "benchmark_app", "iree": "iree-benchmark-module",
            "litert": "litert-benchmark"}
 BARE_LOOP = "bare loop"
+#: Harnesses that round what they print: litert-benchmark's JSON rounds every latency to 0.01 ms
+#: (ai_edge_litert/tools/benchmark_litert_model.py, `round(median_ms, 2)`): at 0.46 ms a step
+#: of 2.2%, so equal figures mean a spread below that, not none.
+HARNESS_RESOLUTION_MS = {"litert": 0.01}
 DEFAULT_RUNTIMES = "openvino,iree,tensorflow/graph,jax/xla,torch/eager"
 #: iree-benchmark-module's repetition length: xlabench's sample time (MeasureSettings).
 IREE_REPETITION_S = 0.1
@@ -97,11 +101,13 @@ class Target:
 
 
 # ------------------------------------------------------------------------ pure parts (tested)
-def spread(medians_ms: list[float]) -> dict[str, float]:
+def spread(medians_ms: list[float], resolution_ms: float = 0.0) -> dict[str, float]:
     """Between-process spread of per-process medians: min, max, max/min - 1, and the standard
-    deviation of their logs (the relative SD, scale-free)."""
+    deviation of their logs (the relative SD, scale-free); `resolution_rel`: the step of the
+    figures as printed, relative to their median (0: not rounded)."""
     logs = [math.log(m) for m in medians_ms]
     return {
+        "resolution_rel": resolution_ms / statistics.median(medians_ms),
         "n": len(medians_ms),
         "median_ms": statistics.median(medians_ms),
         "min_ms": min(medians_ms),
@@ -393,7 +399,8 @@ def measure_target(args: argparse.Namespace, target: Target, workdir: str,
         pairs.append(pair)
         print_pair(target, pair)
     ours = spread([p["xlabench"]["median_ms"] for p in pairs])
-    theirs = spread([p["harness"]["median_ms"] for p in pairs])
+    theirs = spread([p["harness"]["median_ms"] for p in pairs],
+                    HARNESS_RESOLUTION_MS.get(target.backend, 0.0))
     return {"runtime": target.name, "harness": target.harness, "manifest": manifest,
             "pairs": pairs, "xlabench": ours, "harness_spread": theirs,
             "sd_ratio": spread_ratio(ours["sd_log"], theirs["sd_log"]),
@@ -421,8 +428,23 @@ def print_table(found: list[dict[str, Any]]) -> None:
         ours, theirs = row["xlabench"], row["harness_spread"]
         print(f"{row['runtime']:18s} {row['harness']:22s} {ours['n']:3d}  "
               f"{100 * ours['sd_log']:7.1f}%/{100 * ours['range_rel']:5.1f}%     "
-              f"{100 * theirs['sd_log']:7.1f}%/{100 * theirs['range_rel']:5.1f}%    "
-              f"{row['sd_ratio']:6.2f}/{row['range_ratio']:5.2f}   {row['level_ratio']:9.3f}")
+              f"{_harness_spread(theirs)}    {_ratios(row)}   {row['level_ratio']:9.3f}")
+
+
+def _harness_spread(theirs: dict[str, float]) -> str:
+    """The harness's spread; where every figure printed the same, below its rounding step."""
+    step = theirs.get("resolution_rel", 0.0)
+    if theirs["range_rel"] == 0 and step:
+        return f"{'<' + format(100 * step, '.1f') + '%':>8s}/{'<' + format(100 * step, '.1f'):>5s}%"
+    return f"{100 * theirs['sd_log']:7.1f}%/{100 * theirs['range_rel']:5.1f}%"
+
+
+def _ratios(row: dict[str, Any]) -> str:
+    ours, theirs = row["xlabench"], row["harness_spread"]
+    step = theirs.get("resolution_rel", 0.0)
+    if theirs["range_rel"] == 0 and step:  # at least this much wider
+        return f">{ours['sd_log'] / step:5.2f}/>{ours['range_rel'] / step:4.2f}"
+    return f"{row['sd_ratio']:6.2f}/{row['range_ratio']:5.2f}"
 
 
 def targets(text: str) -> list[Target]:

@@ -75,6 +75,21 @@ def test_spread_of_per_process_medians() -> None:
     assert found["sd_log"] == pytest.approx(math.log(2) / 2 * math.sqrt(4 / 3))
 
 
+def test_a_rounded_harness_that_printed_one_figure_is_below_its_step(capsys) -> None:
+    """litert-benchmark rounds to 0.01 ms: six processes all at 0.46 ms spread less than
+    0.01/0.46 = 2.2%, not 0%, and xlabench's spread is compared with that bound."""
+    theirs = process_spread.spread([0.46] * 6, resolution_ms=0.01)
+    assert theirs["range_rel"] == 0 and theirs["resolution_rel"] == pytest.approx(0.01 / 0.46)
+    ours = process_spread.spread([0.47, 0.48, 0.47, 0.82, 0.81, 0.48])
+    row = {"runtime": "litert/compiled", "harness": "litert-benchmark", "xlabench": ours,
+           "harness_spread": theirs, "sd_ratio": math.inf, "range_ratio": math.inf,
+           "level_ratio": 1.05}
+    process_spread.print_table([row])
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert "<2.2%/ <2.2%" in line and f">{ours['range_rel'] / (0.01 / 0.46):4.2f}" in line
+    assert "inf" not in line
+
+
 def test_spread_ratio_is_ours_over_theirs() -> None:
     assert process_spread.spread_ratio(0.04, 0.02) == pytest.approx(2.0)
     assert process_spread.spread_ratio(0.01, 0.0) == math.inf

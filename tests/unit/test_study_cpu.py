@@ -9,7 +9,6 @@ import json
 import math
 import re
 import subprocess
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -20,9 +19,8 @@ from xlabench.core.device import device_name, device_slug
 from xlabench.core.result import ResultPolicy
 from xlabench.measure import env as envinfo
 from xlabench.store import ResultStore
-from xlabench.sweep import build_config, expand, format_plan
+from xlabench.sweep import build_config, cost, expand, format_plan
 from xlabench.sweep.plan import Plan
-from xlabench.sweep import cost
 from xlabench.sweep.presets import (
     GPU_MODELS,
     STUDY_CPU_TIER_S,
