@@ -93,6 +93,8 @@ class _History:
     def __init__(self, store: ResultStore | None) -> None:
         self.store = store
         self._by_engine: dict[tuple[str, str], list[_Past]] = {}
+        self._factors: dict[tuple[str, str], float] = {}
+        self._all: list[_Past] | None = None
 
     def durations(self, spec: Spec) -> list[float]:
         past = [p for p in self._engine(spec.backend, spec.mode) if p.model == spec.model]
@@ -102,6 +104,11 @@ class _History:
     def factor(self, backend: str, mode: str) -> float:
         """How this machine compares with the cost line: the median of past duration over the
         line's estimate on this backend and mode, else over everything measured here, else 1."""
+        if (backend, mode) not in self._factors:
+            self._factors[backend, mode] = self._factor(backend, mode)
+        return self._factors[backend, mode]
+
+    def _factor(self, backend: str, mode: str) -> float:
         for past in (self._engine(backend, mode), self._everything()):
             ratios = [p.duration_s / p.line_s for p in past if p.line_s]
             if ratios:
@@ -115,7 +122,9 @@ class _History:
         return self._by_engine[backend, mode]
 
     def _everything(self) -> list[_Past]:
-        return [p for p in map(_past, self._rows()) if p is not None]
+        if self._all is None:  # read once: every engine without history falls back to it
+            self._all = [p for p in map(_past, self._rows()) if p is not None]
+        return self._all
 
     def _rows(self, **filters: str) -> list[dict[str, Any]]:
         if self.store is None:
