@@ -33,7 +33,6 @@ import json
 import random
 import sqlite3
 import statistics
-import subprocess
 import sys
 import time
 from datetime import datetime
@@ -47,6 +46,7 @@ from xlabench.measure.combine import (
     run_drift,
 )
 from xlabench.store import ResultStore
+from xlabench_cli import XlabenchError, xlabench_json
 
 #: model, resolution, backend, mode (batch 4): TensorFlow, JAX and PyTorch, eager and compiled.
 CONFIGS = (
@@ -59,14 +59,13 @@ CONFIGS = (
 
 def run_once(config: tuple[str, int, str, str], db: Path) -> dict:
     model, resolution, backend, mode = config
-    command = [sys.executable, "-m", "xlabench.cli.main", "run", model, "--resolution",
-               str(resolution), "--backend", backend, "--mode", mode, "--db", str(db), "--json"]
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    try:
+        result = xlabench_json(["run", model, "--resolution", str(resolution), "--backend",
+                                backend, "--mode", mode, "--db", str(db), "--json"])["result"]
+    except XlabenchError as failed:
+        raise SystemExit(str(failed)) from None
     wall_s = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
-    result = json.loads(done.stdout)["result"]
     return {**result, "wall_s": wall_s, "at_s": time.time()}
 
 

@@ -66,6 +66,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xlabench_cli import xlabench_json
+
 BIN = Path(sys.executable).parent
 #: The runtime's own benchmark tool per backend; every other backend gets the bare loop.
 HARNESS = {"openvino": "benchmark_app", "iree": "iree-benchmark-module",
@@ -297,9 +299,7 @@ def this_child(*extra: str) -> list[str]:
 
 def xlabench_process(args: argparse.Namespace, target: Target, db: str) -> dict[str, Any]:
     """One fresh xlabench process: its median ms per batch, and what its record says."""
-    command = [sys.executable, "-m", "xlabench.cli.main", *run_args(args, target),
-               "--db", db, "--json"]
-    (process,) = json.loads(run_command(command, "xlabench run"))["processes"]
+    (process,) = xlabench_json([*run_args(args, target), "--db", db, "--json"])["processes"]
     if process["status"] != "ok":
         raise RuntimeError(f"xlabench process {process['status']}: {process.get('error')}")
     throughput = process["throughput"]

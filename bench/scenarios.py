@@ -21,13 +21,12 @@ Server rate within a bound) prints its one-line reason. Run it on a quiet machin
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from xlabench_cli import XlabenchError, xlabench_json
 
 DEFAULT_MODELS = ("mobilenet_v3_small", "resnet50_v1")
 DEFAULT_WAYS = ("openvino/compiled", "onnxruntime/compiled", "tensorflow/graph",
@@ -39,22 +38,15 @@ def xlabench_run(args: argparse.Namespace, model: str, way: str, precision: str,
                  scenario: str, batch: int, extra: tuple[str, ...] = ()) -> dict[str, Any]:
     """One `xlabench run` of a scenario; its record as JSON (a failed one included)."""
     backend, mode = way.split("/")
-    command = [sys.executable, "-m", "xlabench.cli.main", "run", model, "--backend", backend,
-               "--mode", mode, "--resolution", str(args.resolution), "--batch-size", str(batch),
-               "--precision", precision, "--scenario", scenario,
-               "--scenario-min-duration-s", str(args.min_duration_s),
-               "--scenario-max-duration-s", str(args.max_duration_s),
-               "--processes", str(args.processes), "--db", str(args.db), "--json", *extra]
-    with tempfile.TemporaryFile("w+") as out:
-        done = subprocess.run(command, stdout=out, stderr=subprocess.PIPE, text=True,
-                              check=False)
-        out.seek(0)
-        text = out.read()
     try:
-        return json.loads(text[text.index("{"):])
-    except ValueError:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"status": "failed", "error": f"exit {done.returncode}: {last}"}
+        return xlabench_json(
+            ["run", model, "--backend", backend, "--mode", mode, "--resolution",
+             str(args.resolution), "--batch-size", str(batch), "--precision", precision,
+             "--scenario", scenario, "--scenario-min-duration-s", str(args.min_duration_s),
+             "--scenario-max-duration-s", str(args.max_duration_s), "--processes",
+             str(args.processes), "--db", str(args.db), "--json", *extra], accept_failed=True)
+    except XlabenchError as failed:
+        return {"status": "failed", "error": f"exit {failed.returncode}: {failed.last_line}"}
 
 
 def figure(run: dict[str, Any]) -> tuple[str, float | None]:

@@ -14,12 +14,11 @@ spread clearly (its interval below the baseline's estimate) without slowing the 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
 import statistics
-import subprocess
 import sys
+
+from xlabench_cli import XlabenchError, xlabench_json
 
 #: name -> environment variables added to the worker's (the launching process passes its own
 #: environment to each worker). Each is recorded in the env fingerprint's flags.
@@ -38,15 +37,14 @@ CHI2 = {3: (0.352, 7.815), 4: (0.711, 9.488), 5: (1.145, 11.07), 6: (1.635, 12.5
 
 
 def one_process(args: argparse.Namespace, extra: dict[str, str]) -> float:
-    command = [sys.executable, "-m", "xlabench.cli.main", "run", args.model, "--resolution",
-               str(args.resolution), "--backend", args.backend, "--mode", args.mode,
-               "--processes", "1", "--max-processes", "1", "--rerun-flagged", "0",
-               "--db", args.db, "--json"]
-    done = subprocess.run(command, capture_output=True, text=True,
-                          env={**os.environ, **extra}, check=False)
-    if done.returncode != 0:
-        raise SystemExit(done.stderr[-2000:])
-    (process,) = json.loads(done.stdout)["processes"]
+    try:
+        run = xlabench_json(["run", args.model, "--resolution", str(args.resolution),
+                             "--backend", args.backend, "--mode", args.mode, "--processes", "1",
+                             "--max-processes", "1", "--rerun-flagged", "0", "--db", args.db,
+                             "--json"], extra)
+    except XlabenchError as failed:
+        raise SystemExit(str(failed)) from None
+    (process,) = run["processes"]
     figures = process.get("interference") or {}
     if figures.get("other_frac", 0) > 0.10:
         print(f"  (process flagged for interference: {figures['other_frac']:.0%})", flush=True)

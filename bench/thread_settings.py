@@ -23,14 +23,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import random
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from xlabench_cli import XlabenchError, xlabench_json
 
 #: backend -> (mode, {setting name: environment}). Only variables the framework reads itself.
 SETTINGS: dict[str, tuple[str, dict[str, dict[str, str]]]] = {
@@ -59,15 +58,14 @@ SETTINGS: dict[str, tuple[str, dict[str, dict[str, str]]]] = {
 
 def one_process(model: str, backend: str, mode: str, env: dict[str, str], db: Path,
                 opts: argparse.Namespace) -> dict[str, Any]:
-    command = [sys.executable, "-m", "xlabench.cli.main", "run", model, "--backend", backend,
-               "--mode", mode, "--resolution", str(opts.resolution), "--batch-size",
-               str(opts.batch_size), "--processes", "1", "--max-processes", "1", "--budget",
-               f"{opts.seconds:g}", "--db", str(db), "--json"]
-    done = subprocess.run(command, capture_output=True, text=True, check=False,
-                          env={**os.environ, **env})
-    if done.returncode != 0:
-        return {"error": done.stderr.strip().splitlines()[-1:]}
-    (record,) = json.loads(done.stdout)["processes"]
+    try:
+        run = xlabench_json(["run", model, "--backend", backend, "--mode", mode,
+                             "--resolution", str(opts.resolution), "--batch-size",
+                             str(opts.batch_size), "--processes", "1", "--max-processes", "1",
+                             "--budget", f"{opts.seconds:g}", "--db", str(db), "--json"], env)
+    except XlabenchError as failed:
+        return {"error": [failed.last_line]}
+    (record,) = run["processes"]
     probe = record.get("probe_before") or {}
     return {"sps": record["throughput"]["median_sps"], "probe_gflops": probe.get("gflops"),
             "duration_s": record.get("duration_s")}

@@ -39,6 +39,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from xlabench_cli import XlabenchError, xlabench_json
+
 #: label -> XLA_FLAGS: the flags that route XLA:CPU's convolutions and matmuls elsewhere, or
 #: widen its vectors. The label is the variant's `--label` in the database.
 VARIANTS: dict[str, str] = {
@@ -157,21 +159,20 @@ def hlo_part(models: list[str], variants: dict[str, str], opts: argparse.Namespa
         for label, flags in {DEFAULT_LABEL: "", **variants}.items():
             with tempfile.TemporaryDirectory(prefix="xla-dump-") as tmp:
                 dump = Path(tmp) / "dump"
-                command = [sys.executable, "-m", "xlabench.cli.main", "run", model, "--backend",
-                           "tensorflow", "--mode", "xla", "--batch-size", str(BATCH_SIZE),
-                           "--processes", "1", "--max-processes", "1", "--budget", "2",
-                           "--db", str(Path(tmp) / "hlo.db"), "--json",
-                           *(["--resolution", str(opts.resolution)] if opts.resolution else [])]
-                env = {**os.environ, "XLA_FLAGS": f"{flags} --xla_dump_to={dump} "
-                       "--xla_dump_hlo_as_text".strip()}
-                done = subprocess.run(command, capture_output=True, text=True, check=False,
-                                      env=env)
-                if done.returncode != 0:
-                    rows.append({"model": model, "variant": label,
-                                 "error": done.stderr.strip().splitlines()[-1:]})
+                dump_flags = f"{flags} --xla_dump_to={dump} --xla_dump_hlo_as_text".strip()
+                try:
+                    run = xlabench_json(
+                        ["run", model, "--backend", "tensorflow", "--mode", "xla",
+                         "--batch-size", str(BATCH_SIZE), "--processes", "1",
+                         "--max-processes", "1", "--budget", "2", "--db",
+                         str(Path(tmp) / "hlo.db"), "--json",
+                         *(["--resolution", str(opts.resolution)] if opts.resolution else [])],
+                        {"XLA_FLAGS": dump_flags})
+                except XlabenchError as failed:
+                    rows.append({"model": model, "variant": label, "error": [failed.last_line]})
                     continue
                 # A process re-run for interference adds records: the median of them all.
-                records = json.loads(done.stdout)["processes"]
+                records = run["processes"]
                 sps = sorted(r["throughput"]["median_sps"] for r in records)[len(records) // 2]
                 rows.append({"model": model, "variant": label, "flags": flags, "sps": sps,
                              **hlo_summary(dumped_model_hlo(dump))})
@@ -196,18 +197,17 @@ def ab_part(models: list[str], variants: dict[str, str], opts: argparse.Namespac
     rows = []
     for model in models:
         for label, side_b in sides.items():
-            command = [sys.executable, "-m", "xlabench.cli.main", "ab", "--models", model,
-                       "--backends", "tensorflow", "--modes", "xla", "--batch-sizes",
-                       str(BATCH_SIZE), "--label-a", DEFAULT_LABEL, "--label-b", label,
-                       *side_b, "--db", str(opts.db), "--budget", f"{opts.budget:g}",
-                       "--format", "json",
-                       *(["--resolutions", str(opts.resolution)] if opts.resolution else [])]
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                rows.append({"model": model, "variant": label,
-                             "error": done.stderr.strip().splitlines()[-1:]})
+            try:
+                ab = xlabench_json(
+                    ["ab", "--models", model, "--backends", "tensorflow", "--modes", "xla",
+                     "--batch-sizes", str(BATCH_SIZE), "--label-a", DEFAULT_LABEL,
+                     "--label-b", label, *side_b, "--db", str(opts.db), "--budget",
+                     f"{opts.budget:g}", "--format", "json",
+                     *(["--resolutions", str(opts.resolution)] if opts.resolution else [])])
+            except XlabenchError as failed:
+                rows.append({"model": model, "variant": label, "error": [failed.last_line]})
             else:
-                (c,) = json.loads(done.stdout)["configurations"]
+                (c,) = ab["configurations"]
                 rows.append({"model": model, "variant": label, **{k: c.get(k) for k in (
                     "verdict", "ratio", "ratio_low", "ratio_high", "rounds")}})
             print(_ab_line(rows[-1]), flush=True)
@@ -224,19 +224,30 @@ def _ab_line(row: dict[str, Any]) -> str:
 
 
 def closes_gap(rows: list[dict[str, Any]]) -> list[str]:
-    """Per model, which flags reach TF graph's throughput: a flag's b/a interval reaching
-    graph's b/a (both against the same side a, XLA's defaults)."""
+    """Per model, what each flag did against TF graph's lead (all b/a against the same side a,
+    XLA's defaults): it *reaches* graph where its interval's low end reaches graph's low end;
+    it is *faster* than XLA's defaults where its low end is above 1; it is *unresolved* where
+    its interval still holds graph's low end without being faster (too wide to tell)."""
     lines = []
     for model in dict.fromkeys(r["model"] for r in rows):
-        mine = {r["variant"]: r for r in rows if r["model"] == model and "error" not in r}
-        graph = mine.get(GRAPH_LABEL)
-        if graph is None or graph.get("ratio") is None:
+        mine = {r["variant"]: r for r in rows if r["model"] == model and "error" not in r
+                and r.get("ratio_low") is not None}
+        graph = mine.pop(GRAPH_LABEL, None)
+        if graph is None:
             continue
-        reach = [label for label, r in mine.items() if label != GRAPH_LABEL
-                 and r.get("ratio_high") is not None and r["ratio_high"] >= graph["ratio"]]
-        lines.append(f"{model}: graph/xla {graph['ratio']:.2f}; flags that reach it: "
-                     f"{', '.join(reach) or 'none'}")
+        reach = [label for label, r in mine.items() if r["ratio_low"] >= graph["ratio_low"]]
+        faster = [label for label, r in mine.items() if r["ratio_low"] > 1 and label not in reach]
+        unresolved = [label for label, r in mine.items() if label not in reach + faster
+                      and r["ratio_high"] >= graph["ratio_low"]]
+        lines.append(f"{model}: graph/xla {graph['ratio']:.2f} [{graph['ratio_low']:.2f}, "
+                     f"{graph['ratio_high']:.2f}]; flags that reach it: {_names(reach)}; "
+                     f"faster than XLA's defaults: {_names(faster)}; too wide to tell: "
+                     f"{_names(unresolved)}")
     return lines
+
+
+def _names(labels: list[str]) -> str:
+    return ", ".join(labels) or "none"
 
 
 def main() -> None:

@@ -5,26 +5,13 @@ with Google Benchmark 1.9 JSON, litert-benchmark's result JSON)."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "process_spread.py"
+from tests.bench_scripts import load_bench_script
 
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("process_spread", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-process_spread = _load()
+process_spread = load_bench_script("process_spread")
 
 BENCHMARK_APP_OUTPUT = """\
 [Step 8/11] Querying optimal runtime parameters

@@ -3,23 +3,11 @@ and which flags reach TF graph's throughput."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "xla_cpu_flags.py"
+from tests.bench_scripts import load_bench_script
 
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("xla_cpu_flags", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-flags = _load()
+flags = load_bench_script("xla_cpu_flags")
 
 #: An optimised module in XLA's text form (tests/data): one convolution in a oneDNN fusion,
 #: one inside an ordinary loop fusion (XLA's own), one at the entry (XLA's own), a custom call.
@@ -49,10 +37,18 @@ def test_a_module_without_libraries_keeps_every_convolution() -> None:
 def test_closes_gap_needs_a_flag_reaching_graph() -> None:
     rows = [
         {"model": "m", "variant": "graph", "ratio": 4.0, "ratio_low": 3.8, "ratio_high": 4.2},
-        {"model": "m", "variant": "xla-onednn", "ratio": 3.9, "ratio_low": 3.6,
+        {"model": "m", "variant": "xla-onednn", "ratio": 3.9, "ratio_low": 3.8,
          "ratio_high": 4.1},
         {"model": "m", "variant": "xla-vector-512", "ratio": 1.02, "ratio_low": 0.99,
          "ratio_high": 1.05},
+        {"model": "m", "variant": "xla-ynn", "ratio": 1.5, "ratio_low": 1.2, "ratio_high": 1.8},
+        {"model": "n", "variant": "graph", "ratio": 1.07, "ratio_low": 1.03, "ratio_high": 1.11},
+        {"model": "n", "variant": "xla-vector-512", "ratio": 1.0, "ratio_low": 0.87,
+         "ratio_high": 1.16},
         {"model": "n", "variant": "xla-onednn", "error": ["boom"]},
     ]
-    assert flags.closes_gap(rows) == ["m: graph/xla 4.00; flags that reach it: xla-onednn"]
+    assert flags.closes_gap(rows) == [
+        "m: graph/xla 4.00 [3.80, 4.20]; flags that reach it: xla-onednn; faster than XLA's "
+        "defaults: xla-ynn; too wide to tell: none",
+        "n: graph/xla 1.07 [1.03, 1.11]; flags that reach it: none; faster than XLA's "
+        "defaults: none; too wide to tell: xla-vector-512"]
