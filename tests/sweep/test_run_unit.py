@@ -171,6 +171,24 @@ def test_dry_run_plan_estimates_from_history(tmp_path: Path, record_factory) -> 
     assert "  jax/eager    2" in text and "  torch/eager  2" in text
 
 
+def test_a_configuration_the_registry_rules_out_is_estimated_at_no_time(
+        tmp_path: Path, record_factory) -> None:
+    # ConvNeXt is flagged unsupported on ONNX Runtime: its worker stores the reason at once,
+    # so neither history (a killed process of 398 s) nor the cost line may count for it.
+    config = _config(tmp_path, models="convnext_tiny", resolutions="224",
+                     backends="onnxruntime,openvino", modes="compiled")
+    with ResultStore(config.db) as store:
+        old = record_factory(model="convnext_tiny", backend="onnxruntime", mode="compiled",
+                             resolution=224, status=Status.CRASHED)
+        store.save(old.replace(duration_s=398.0))
+    with Sweep(config, ScriptedExecutor(record_factory), dry_run=True) as sweep:
+        plan = sweep.plan
+    by_backend = {s.backend: s.spec_id() for s in plan.todo}
+    assert plan.estimate_s[by_backend["onnxruntime"]] == 0.0
+    assert by_backend["onnxruntime"] not in plan.modelled
+    assert plan.estimate_s[by_backend["openvino"]] > 0 and by_backend["openvino"] in plan.modelled
+
+
 def test_progress_lines_when_not_a_tty(record_factory) -> None:
     out = io.StringIO()
     progress = Progress(out, total=2, tty=False)

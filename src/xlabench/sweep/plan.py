@@ -13,6 +13,7 @@ from xlabench.measure import stats
 from xlabench.store import ResultStore
 from xlabench.sweep import cost
 from xlabench.sweep.expand import Grid
+from xlabench.zoo import REGISTRY
 
 #: (model, backend, mode) -> past worker wall times; the exact configuration is tried first.
 HistoryKey = tuple[str, ...]
@@ -61,12 +62,16 @@ def estimate_durations(store: ResultStore | None, specs: Iterable[Spec]
     model/resolution/batch/precision on the same backend and mode, else of any past run of
     that model there. Failures count too: a configuration that timed out before will likely
     take its timeout again. Without: the cost line (`sweep.cost`) times this machine's
-    `_History.factor`. A model file with no history has no estimate.
+    `_History.factor`. A model file with no history has no estimate. A registry model known
+    not to run on the spec's backend takes no time: its worker refuses it before building.
     """
     history = _History(store)
     estimates: dict[str, float] = {}
     modelled: set[str] = set()
     for spec in specs:
+        if known_unsupported(spec):
+            estimates[spec.spec_id()] = 0.0
+            continue
         past = history.durations(spec)
         line_s = cost.spec_process_s(spec)
         if past:
@@ -75,6 +80,13 @@ def estimate_durations(store: ResultStore | None, specs: Iterable[Spec]
             estimates[spec.spec_id()] = line_s * history.factor(spec.backend, spec.mode)
             modelled.add(spec.spec_id())
     return estimates, frozenset(modelled)
+
+
+def known_unsupported(spec: Spec) -> bool:
+    """Whether the registry says the spec's model cannot run on its backend (the worker's
+    first check: it stores the reason as an unsupported result without building the model)."""
+    return not spec.own_model and \
+        REGISTRY.get(spec.model).unsupported_reason(spec.backend) is not None
 
 
 @dataclass(frozen=True)
