@@ -70,11 +70,16 @@ demo: setup
 # results/cpu/*/study.db and the study's published numbers, into results/report/; no benchmark.
 STUDY_ROOT ?= results/cpu
 STUDY_PUBLISHED ?= tests/data/study_best_per_resolution_and_gpu.csv
+# A study process takes at most about 3 minutes here (EfficientNet-B7 at 600 px on TF XLA: 184 s
+# on Zen 5): 15 minutes is five times that. A hung worker (once in tier 1's 178 processes: a NumPy
+# GEMM deadlocked in OpenBLAS, docs/measurements.md) then costs 15 minutes, not the default 30.
+STUDY_TIMEOUT_S ?= 900
 study: study-run
 
 study-run: $(STAMP)
 	db=$$($(BIN)/xlabench study-env --root $(STUDY_ROOT)) && \
-	  $(BIN)/xlabench sweep --preset study-cpu $(if $(TIER),--tier $(TIER)) --db "$$db"
+	  $(BIN)/xlabench sweep --preset study-cpu $(if $(TIER),--tier $(TIER)) --db "$$db" \
+	  --timeout $(STUDY_TIMEOUT_S)
 
 study-report: $(STAMP)
 	$(BIN)/xlabench study-report --root $(STUDY_ROOT) --out results/report \
