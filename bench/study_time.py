@@ -1,7 +1,7 @@
 """Where a study sweep's time goes (issue 38, item 6): the tool's own throughput at full size.
 
-Reads the worker processes of a study database (no benchmarking) and prints, per sitting (a
-sweep_id) and per backend/mode:
+Reads the worker processes of a study database (no benchmarking) and prints, for them all, per
+day and per backend/mode:
 
 * results per hour: finished results over the sitting's wall time (first process start to last
   process end; the gaps between processes are the sweep's own orchestration);
@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from xlabench.core.record import Record
+from xlabench.measure import stats
 from xlabench.store import ResultStore
 
 PARTS = ("timed", "probes", "warmup", "first call", "rest")
@@ -58,11 +59,11 @@ def summarise(records: list[Record]) -> dict[str, Any]:
             split[part] += seconds
     results = {r.process.result_id for r in records if r.process.result_id}
     wall_s = sitting_wall_s(records)
-    durations = sorted(r.duration_s or 0.0 for r in records)
+    durations = [r.duration_s or 0.0 for r in records]
     return {"processes": len(records), "results": len(results), "wall_s": wall_s,
-            "median_process_s": durations[len(durations) // 2] if durations else 0.0,
+            "median_process_s": stats.median(durations) if durations else 0.0,
             "results_per_h": len(results) / (wall_s / 3600) if wall_s else 0.0,
-            "busy_share": sum(r.duration_s or 0.0 for r in records) / wall_s if wall_s else 0.0,
+            "busy_share": sum(durations) / wall_s if wall_s else 0.0,
             "failed_s": sum(r.duration_s or 0.0 for r in records if not r.ok),
             "shares": {p: split[p] / split["total"] for p in PARTS if split["total"]}}
 
@@ -98,7 +99,7 @@ def main() -> int:
     for way, group in sorted(by_way.items()):
         print(line(f"  {way}", summarise(group), wall=False))
     failures = Counter((r.spec.model, r.spec.backend, r.spec.mode, (r.error or "")[:120])
-                       for r in records if r.status != "ok")
+                       for r in records if not r.ok)
     for (model, backend, mode, error), n in sorted(failures.items()):
         print(f"  failed x{n}: {model} {backend}/{mode}: {error}")
     return 0

@@ -39,6 +39,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from xlabench.measure import stats
 from xlabench_cli import XlabenchError, xlabench_json
 
 #: label -> XLA_FLAGS: the flags that route XLA:CPU's convolutions and matmuls elsewhere, or
@@ -173,7 +174,7 @@ def hlo_part(models: list[str], variants: dict[str, str], opts: argparse.Namespa
                     continue
                 # A process re-run for interference adds records: the median of them all.
                 records = run["processes"]
-                sps = sorted(r["throughput"]["median_sps"] for r in records)[len(records) // 2]
+                sps = stats.median([r["throughput"]["median_sps"] for r in records])
                 rows.append({"model": model, "variant": label, "flags": flags, "sps": sps,
                              **hlo_summary(dumped_model_hlo(dump))})
             print(_hlo_line(rows[-1]), flush=True)

@@ -13,7 +13,7 @@ from xlabench.measure import stats
 from xlabench.store import ResultStore
 from xlabench.sweep import cost
 from xlabench.sweep.expand import Grid
-from xlabench.zoo import REGISTRY
+from xlabench.zoo import entry_for
 
 #: (model, backend, mode) -> past worker wall times; the exact configuration is tried first.
 HistoryKey = tuple[str, ...]
@@ -85,8 +85,7 @@ def estimate_durations(store: ResultStore | None, specs: Iterable[Spec]
 def known_unsupported(spec: Spec) -> bool:
     """Whether the registry says the spec's model cannot run on its backend (the worker's
     first check: it stores the reason as an unsupported result without building the model)."""
-    return not spec.own_model and \
-        REGISTRY.get(spec.model).unsupported_reason(spec.backend) is not None
+    return entry_for(spec).unsupported_reason(spec.backend) is not None
 
 
 @dataclass(frozen=True)
