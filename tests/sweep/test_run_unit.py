@@ -24,7 +24,7 @@ from xlabench.sweep.executors import (
     local_slots,
     split_cpus,
 )
-from xlabench.sweep.progress import Progress
+from xlabench.sweep.progress import PlannedProcesses, Progress
 from xlabench.sweep.trackers import Trackers, run_metrics, run_name
 
 
@@ -214,6 +214,26 @@ def test_progress_bar_on_a_tty(record_factory) -> None:
     assert "running: resnet50_v1@224 b4 tensorflow/xla fp32" in text
     assert "\r\x1b[Ka warning\n" in text
     assert "1/4  25%  ETA 15 s" in text  # 3 left x 10 s / 2 workers
+
+
+def test_progress_eta_follows_the_plan_when_slow_models_come_last(record_factory) -> None:
+    """Two fast processes done, a slow configuration left: the mean so far (10 s) would say
+    20 s; the plan says 2 x 100 s, and this sitting runs at 1.5x the plan's pace."""
+    fast = record_factory(mode="eager").replace(duration_s=15.0)
+    slow = record_factory(model="nasnet_large", mode="xla")
+    planned = PlannedProcesses({fast.spec.spec_id(): 10.0, slow.spec.spec_id(): 100.0},
+                               {fast.spec.spec_id(): 2, slow.spec.spec_id(): 2})
+    out = io.StringIO()
+    progress = Progress(out, total=4, tty=False, planned=planned)
+    assert progress.eta_s() is None  # nothing finished: the plan's total is the caller's
+    for _ in range(2):
+        progress.started(fast.spec)
+        progress.record(fast)
+    assert progress.eta_s() == pytest.approx(2 * 100.0 * 1.5)
+    unplanned = Progress(io.StringIO(), total=4, tty=False)
+    for _ in range(2):
+        unplanned.record(fast)
+    assert unplanned.eta_s() == pytest.approx(2 * 15.0)  # no plan: the mean so far
 
 
 def test_summary_groups_failures(tmp_path: Path, record_factory) -> None:

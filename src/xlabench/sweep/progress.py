@@ -49,6 +49,19 @@ class SweepSummary:
             self.failed[(result.status, result.error or "")] += 1
 
 
+@dataclass(frozen=True)
+class PlannedProcesses:
+    """What the plan expects of the processes still to run: per configuration (spec id) the
+    estimated seconds of one process and how many processes it still needs."""
+
+    per_process_s: dict[str, float]
+    processes_left: dict[str, int]
+
+    def left_s(self) -> dict[str, float]:
+        """Estimated seconds still to run, per configuration."""
+        return {k: self.per_process_s.get(k, 0.0) * n for k, n in self.processes_left.items()}
+
+
 class Progress:
     """Tracks the running configurations and shows how far the sweep is.
 
@@ -60,11 +73,16 @@ class Progress:
         tty: redraw one bar in place; None asks the stream.
         total counts worker processes (a result is several; see `expect`).
         columns: width of the bar line; None asks the terminal.
+        planned: each configuration's estimated seconds a process and processes still to
+            run (the plan's); with it the ETA is what is left of the plan, scaled by how this
+            sitting runs against it, not the mean process so far times the processes left
+            (wrong by far when the slow models come last).
     """
 
     def __init__(
         self, stream: TextIO, total: int, workers: int = 1, estimate_s: float | None = None,
         tty: bool | None = None, columns: int | None = None,
+        planned: PlannedProcesses | None = None,
     ) -> None:
         self.stream = stream
         self.total = total
@@ -76,6 +94,10 @@ class Progress:
         self.running: list[str] = []
         self._durations: list[float] = []
         self._dispatched = 0
+        self.planned = planned
+        self._left_s = dict(planned.left_s()) if planned else {}
+        self._planned_done_s = 0.0  # the plan's estimate of the processes finished so far
+        self._actual_done_s = 0.0  # their actual worker time
 
     def started(self, spec: Spec) -> None:
         self.running.append(spec.label())
@@ -94,6 +116,7 @@ class Progress:
         self.finished += 1
         if record.duration_s:
             self._durations.append(record.duration_s)
+        self._count_planned(record)
         if self.tty:
             if not record.ok:
                 self.note(self._result_line(record))
@@ -114,12 +137,28 @@ class Progress:
             self._write("\r\x1b[K")
 
     def eta_s(self) -> float | None:
-        """Remaining time: mean worker time so far x configurations left / workers."""
+        """Remaining time. With a plan: the plan's estimate of the processes left, times how
+        long the finished ones took against their estimate, over the workers. Without one:
+        the mean worker time so far times the processes left, over the workers."""
+        if self._planned_done_s > 0:
+            pace = self._actual_done_s / self._planned_done_s
+            return sum(self._left_s.values()) * pace / self.workers
         left = self.total - self.finished
         if self._durations:
             mean = sum(self._durations) / len(self._durations)
             return mean * left / self.workers
         return self.estimate_s
+
+    def _count_planned(self, record: Record) -> None:
+        if self.planned is None or not record.duration_s:
+            return
+        spec_id = record.spec.spec_id()
+        per_process_s = self.planned.per_process_s.get(spec_id)
+        if not per_process_s:  # no estimate, or ruled out at 0 s: no pace to learn
+            return
+        self._planned_done_s += per_process_s
+        self._actual_done_s += record.duration_s
+        self._left_s[spec_id] = max(0.0, self._left_s.get(spec_id, 0.0) - per_process_s)
 
     def _result_line(self, record: Record) -> str:
         spec, where = record.spec, f"[{self.finished}/{self.total}]"

@@ -32,7 +32,7 @@ from xlabench.sweep.executors import (
 )
 from xlabench.sweep.expand import Grid, expand
 from xlabench.sweep.plan import Plan, make_plan
-from xlabench.sweep.progress import Progress, SweepSummary
+from xlabench.sweep.progress import PlannedProcesses, Progress, SweepSummary
 from xlabench.sweep.schedule import (
     ResultProcesses,
     Scheduler,
@@ -103,7 +103,12 @@ class Sweep:
         plan, store, policy = self.plan, self.store, self.config.policy
         scheduler = Scheduler(self._results(plan.todo))
         expected = sum(max(0, policy.min_processes - len(t.records)) for t in scheduler.results)
-        progress = Progress(stream, expected, self.executor.workers, plan.estimated_total_s, tty)
+        planned = PlannedProcesses(
+            {k: v / plan.processes for k, v in plan.estimate_s.items()},
+            {t.spec.spec_id(): max(0, policy.min_processes - len(t.records))
+             for t in scheduler.results})
+        progress = Progress(stream, expected, self.executor.workers, plan.estimated_total_s, tty,
+                            planned=planned)
         summary = SweepSummary(self.sweep_id, len(self.grid.specs), plan.done)
         trackers = Trackers.open(self.sweep_id, self.config.log_wandb, self.config.log_mlflow,
                                  progress.note)
