@@ -39,6 +39,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from xlabench.analysis.xla_flags import DEFAULTS_LABEL as DEFAULT_LABEL
+from xlabench.analysis.xla_flags import GAP_VERDICTS, GRAPH_LABEL, gap_verdict
 from xlabench.measure import stats
 from xlabench_cli import XlabenchError, xlabench_json
 
@@ -51,8 +53,6 @@ VARIANTS: dict[str, str] = {
     "xla-xnn-graph": "--xla_cpu_experimental_xnn_graph_fusion_mode=XNN_GRAPH_FUSION_MODE_GREEDY",
     "xla-vector-512": "--xla_cpu_prefer_vector_width=512",
 }
-#: Side a's label: TF XLA at XLA's defaults; and the gap's side: TF graph.
-DEFAULT_LABEL, GRAPH_LABEL = "xla", "graph"
 BATCH_SIZE = 4
 
 #: A jit-compiled convolution checked against TensorFlow's own; prints the largest difference.
@@ -226,9 +226,9 @@ def _ab_line(row: dict[str, Any]) -> str:
 
 def closes_gap(rows: list[dict[str, Any]]) -> list[str]:
     """Per model, what each flag did against TF graph's lead (all b/a against the same side a,
-    XLA's defaults): it *reaches* graph where its interval's low end reaches graph's low end;
-    it is *faster* than XLA's defaults where its low end is above 1; it is *unresolved* where
-    its interval still holds graph's low end without being faster (too wide to tell)."""
+    XLA's defaults), by the report's rule (`analysis.xla_flags.gap_verdict`) on the ab's own
+    intervals: it reaches graph, is faster than XLA's defaults, is too wide to tell, or does
+    not close the gap."""
     lines = []
     for model in dict.fromkeys(r["model"] for r in rows):
         mine = {r["variant"]: r for r in rows if r["model"] == model and "error" not in r
@@ -236,14 +236,12 @@ def closes_gap(rows: list[dict[str, Any]]) -> list[str]:
         graph = mine.pop(GRAPH_LABEL, None)
         if graph is None:
             continue
-        reach = [label for label, r in mine.items() if r["ratio_low"] >= graph["ratio_low"]]
-        faster = [label for label, r in mine.items() if r["ratio_low"] > 1 and label not in reach]
-        unresolved = [label for label, r in mine.items() if label not in reach + faster
-                      and r["ratio_high"] >= graph["ratio_low"]]
+        verdicts = {label: gap_verdict(r["ratio_low"], r["ratio_high"], graph["ratio_low"])
+                    for label, r in mine.items()}
+        named = [f"{verdict}: {_names([k for k, v in verdicts.items() if v == verdict])}"
+                 for verdict in GAP_VERDICTS[:3]]
         lines.append(f"{model}: graph/xla {graph['ratio']:.2f} [{graph['ratio_low']:.2f}, "
-                     f"{graph['ratio_high']:.2f}]; flags that reach it: {_names(reach)}; "
-                     f"faster than XLA's defaults: {_names(faster)}; too wide to tell: "
-                     f"{_names(unresolved)}")
+                     f"{graph['ratio_high']:.2f}]; {'; '.join(named)}")
     return lines
 
 

@@ -264,7 +264,11 @@ def _machine_records(env: dict, eager_sps: dict[str, float]) -> list[Record]:
 
 
 def _study_folder(root: Path) -> dict[Path, str]:
-    """Two devices' databases under `root`; each file's SHA-256."""
+    """Two devices' databases under `root`, and an xla-flags.db beside one; each file's
+    SHA-256."""
+    from tests.report.test_analysis import _store_figure as store_figure
+    from tests.report.test_xla_flags import side as ab_side
+
     hashes = {}
     for slug, (env, eager_sps) in MACHINES.items():
         db = root / slug / "study.db"
@@ -272,6 +276,13 @@ def _study_folder(root: Path) -> dict[Path, str]:
         with ResultStore(db) as store:
             store.save_many(_machine_records(env, eager_sps))
         hashes[db] = hashlib.sha256(db.read_bytes()).hexdigest()
+    flags_db = root / "amd-epyc-zen-4-x2" / "xla-flags.db"
+    with ResultStore(flags_db) as store:  # one ab: XLA's defaults against TF graph
+        for label, mode, ratio, minute in (("xla", "xla", 1.0, 0), ("graph", "graph", 4.0, 1)):
+            for record in ab_side("ab-1", label, mode, ratio, "", minute):
+                store.save(record, "ab-1", label)
+            store_figure(store, f"ab-1-{label}", ResultPolicy())
+    hashes[flags_db] = hashlib.sha256(flags_db.read_bytes()).hexdigest()
     return hashes
 
 
@@ -296,6 +307,10 @@ def test_study_report_from_every_device_reads_only(tmp_path: Path) -> None:
     assert "mobilenet_v1 on a100" in zen4 and zen4.endswith("its claim does not hold here.")
     assert "fastest mobilenet_v1 at 560.0 samples/s" in zen5
     assert zen5.endswith("its claim holds here.")
+    # the devices side by side, and the flags' ab pairs from the xla-flags.db beside one
+    assert "2 models were measured on 2 devices" in text
+    assert "AMD EPYC (Zen 5) ×2 over AMD EPYC (Zen 4) ×2, median throughput ratio" in text
+    assert "m on a100: graph / XLA defaults 4.00x \\[" in text  # markdown escapes [
     assert {db: hashlib.sha256(db.read_bytes()).hexdigest() for db in hashes} == hashes
     assert sorted(p.name for p in (tmp_path / "cpu").rglob("*")) == before  # no -wal, no copy
 

@@ -48,7 +48,7 @@ def test_closes_gap_needs_a_flag_reaching_graph() -> None:
         {"model": "n", "variant": "xla-onednn", "error": ["boom"]},
     ]
     assert flags.closes_gap(rows) == [
-        "m: graph/xla 4.00 [3.80, 4.20]; flags that reach it: xla-onednn; faster than XLA's "
+        "m: graph/xla 4.00 [3.80, 4.20]; reaches graph: xla-onednn; faster than XLA's "
         "defaults: xla-ynn; too wide to tell: none",
-        "n: graph/xla 1.07 [1.03, 1.11]; flags that reach it: none; faster than XLA's "
+        "n: graph/xla 1.07 [1.03, 1.11]; reaches graph: none; faster than XLA's "
         "defaults: none; too wide to tell: xla-vector-512"]

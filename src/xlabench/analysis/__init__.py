@@ -14,6 +14,10 @@ from typing import Any
 #: Each module and the public names it gives the package.
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "across_backends": ("backend_comparison", "backend_comparison_wide"),
+    "across_devices": (
+        "device_ratio_summary", "device_ratios", "picks_across_devices",
+        "verdicts_across_devices",
+    ),
     "deploy": (
         "DEFAULT_HOST_MEM_BOUND_MB", "DEFAULT_LATENCY_BOUND_MS", "deploy_candidates",
         "family_speedups", "family_speedups_wide", "fastest_deployments", "first_under",
@@ -39,6 +43,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "eager_graph_xla_decomposition", "family_rule", "most_common", "speedup_by_family",
         "speedup_by_kind", "speedup_table",
     ),
+    "xla_flags": ("GAP_VERDICTS", "flag_gaps", "flag_pairs", "gap_verdict"),
     "throughput": (
         "compiled_runs", "fastest_per_resolution", "fastest_rule", "mobilenet_family",
         "slower_than", "throughput_vs_batch_size", "top_models", "top_models_rule",

@@ -33,6 +33,8 @@ Derived columns (beside every flat column of `results` and its `id`):
         results alike. (Its `scenario_outcome` is the stored `core.scenario.ScenarioOutcome`
         as a dict: figure, batching, LoadGen's summary; None for the timed loop.)
     parity_rtol: the tolerance the parity check judged against (bf16 has a wider one).
+    xla_flags: the XLA_FLAGS the worker ran with (its record's environment flags; an `xlabench
+        ab` side's variables are among them), "" where unset.
 Each row is one worker process; a result's row is the store's (`store.view.result_view`, read
 from these rows by `result_rows.every_result`).
 """
@@ -98,7 +100,8 @@ def results_frame(rows: Iterable[dict[str, Any]], peaks: Peaks | None = None,
     columns = ["id", *(name for name, _ in _FLAT), "steps_per_sample", "sample_s", "misbuilt",
                "ci_confidence", "runner", "seed", "duration_s", "interference_reason",
                "compile_stages_s", "machine_id", "software_id", "same_compiler", "figure",
-               "complete", "cpu_threads", "scenario_outcome", "scenario_settings", "parity_rtol"]
+               "complete", "cpu_threads", "scenario_outcome", "scenario_settings", "parity_rtol",
+               "xla_flags"]
     frame = pd.DataFrame(flat_rows, columns=columns)
     frame = _typed(frame)
     return _with_peaks(_derive(frame), peaks or {})
@@ -149,6 +152,8 @@ def _flatten(row: dict[str, Any]) -> dict[str, Any]:
     flat["scenario_settings"] = (json.dumps(spec.get("scenario_settings") or {}, sort_keys=True)
                                  if spec.get("scenario") else "")
     flat["parity_rtol"] = (record.get("parity") or {}).get("rtol")
+    flat["xla_flags"] = str(((record.get("env") or {}).get("flags") or {}).get("XLA_FLAGS")
+                            or "")
     return flat
 
 

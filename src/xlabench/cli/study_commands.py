@@ -2,9 +2,9 @@
 
 Each machine kind's `--preset study-cpu` results live in `results/cpu/<device>/study.db`, the
 folder named by the device the tool itself names (`core.device.device_slug`), beside an
-`ENVIRONMENT.json` saying what environment and commit each sitting measured at. `study-report`
-builds one report from every such database, merged into a temporary copy: the committed files
-are only read.
+`ENVIRONMENT.json` saying what environment and commit each sitting measured at, and where
+measured an `xla-flags.db` of the XLA:CPU flags' ab pairs. `study-report` builds one report
+from every such database, merged into temporary copies: the committed files are only read.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ from xlabench.store.importer import read_study_csv, split_new
 STUDY_ROOT = Path("results/cpu")
 #: The database of one device's `--preset study-cpu` sweep, inside its folder.
 STUDY_DB = "study.db"
+#: The XLA:CPU flags' ab pairs (bench/xla_cpu_flags.py --ab), beside it where measured: kept
+#: out of the study's grid (its labelled sides are variants of one configuration).
+FLAGS_DB = "xla-flags.db"
 #: The environment and commit of each sitting, beside the database.
 ENVIRONMENT_FILE = "ENVIRONMENT.json"
 UNKNOWN_COMMIT = "unknown"
@@ -105,7 +108,8 @@ def add_study_report(sub: Any) -> None:
         "study-report", help="one report from every published study database (results/cpu)",
         description=f"Merge every ROOT/*/{STUDY_DB} (and the study's published numbers) into a "
         "temporary database and write the report from it: index.html, findings.md and the "
-        "PNGs. The databases are only read; nothing is measured.")
+        f"PNGs, with the XLA:CPU flags' ab pairs of every ROOT/*/{FLAGS_DB}. The databases are "
+        "only read; nothing is measured.")
     p.add_argument("--root", default=str(STUDY_ROOT),
                    help="folder of the device folders (default %(default)s)")
     p.add_argument("--out", default="results/report", help="output folder (default %(default)s)")
@@ -151,9 +155,14 @@ def study_report(root: Path, out: Path, published: Path | None = None) -> Path:
         merge_databases(databases, merged)  # sources are read, never written
         with ResultStore(merged) as store:
             store.save_many(split_new(store, records)[0])
+        flags = Path(tmp) / FLAGS_DB
+        flag_databases = sorted(root.glob(f"*/{FLAGS_DB}"))
+        if flag_databases:
+            merge_databases(flag_databases, flags)
         options = ReportOptions(comparison=comparison_for(STUDY_BACKEND, None))
         devices = ", ".join(db.parent.name for db in databases)
-        files = write_report(load_results(merged), out, options, f"{root} ({devices})")
+        files = write_report(load_results(merged), out, options, f"{root} ({devices})",
+                             load_results(flags) if flag_databases else None)
     return files.findings_md
 
 

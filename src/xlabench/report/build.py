@@ -25,12 +25,14 @@ class ReportFiles:
     pngs: tuple[Path, ...]
 
 
-def build_findings(results: pd.DataFrame, options: ReportOptions) -> list[Finding]:
+def build_findings(results: pd.DataFrame, options: ReportOptions,
+                   flag_results: pd.DataFrame | None = None) -> list[Finding]:
     """Every finding in page order (the deployment advice, the study's, then the rest),
-    computed from `results` (any subset of the grid)."""
+    computed from `results` (any subset of the grid) and, where given, the XLA:CPU flags'
+    ab pairs from `flag_results` (else from `results`)."""
     speedups = speedup_table(results, options.comparison)
     device, resolution = chosen_slice(speedups, options)
-    ctx = Context(results, options, speedups, device, resolution)
+    ctx = Context(results, options, speedups, device, resolution, flag_results)
     return all_findings(ctx)
 
 
@@ -63,7 +65,8 @@ def overview(results: pd.DataFrame, options: ReportOptions, source_name: str) ->
 
 
 def write_report(
-    results: pd.DataFrame, out_dir: Path, options: ReportOptions, source_name: str
+    results: pd.DataFrame, out_dir: Path, options: ReportOptions, source_name: str,
+    flag_results: pd.DataFrame | None = None,
 ) -> ReportFiles:
     """Write index.html, one PNG per chart and findings.md into `out_dir` (created if needed).
 
@@ -72,8 +75,9 @@ def write_report(
         out_dir: the report folder.
         options: comparison, slice and top-N.
         source_name: how the page names the database (its file name).
+        flag_results: the frame of the XLA:CPU flags' ab pairs, where kept apart.
     """
-    findings = build_findings(results, options)
+    findings = build_findings(results, options, flag_results)
     lines = overview(results, options, source_name)
     out_dir.mkdir(parents=True, exist_ok=True)
     pngs = tuple(write_png(c, out_dir / f"{c.key}.png") for f in findings for c in f.charts)

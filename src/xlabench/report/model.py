@@ -45,6 +45,9 @@ class Context:
     speedups: pd.DataFrame
     device: str | None
     resolution: int | None
+    #: The `xlabench ab` pairs of the XLA:CPU flags (`analysis.flag_pairs`' input): a frame
+    #: of its own (the study's xla-flags.db), or None to read them from `results`.
+    flag_results: pd.DataFrame | None = None
 
 
 SPS = Column("throughput_sps", "samples/s [CI]", "sps",

@@ -49,7 +49,11 @@ def compile_time_finding(ctx: Context) -> Finding:
         Column("break_even_images", "break-even images", "int"), PROVENANCE,
     )
     ordered = table.sort_values("break_even_batches", na_position="last")
-    never = ordered[~ordered["pays_off"]]["model"].tolist()
+    never_rows = ordered[~ordered["pays_off"]]
+    # each model once, with the devices where it never pays where there are several
+    several = ordered["device"].nunique() > 1
+    never = [f"{model} ({', '.join(rows['device'])})" if several else str(model)
+             for model, rows in never_rows.groupby("model", sort=False)]
     median = ordered["break_even_batches"].median()
     summary = [] if pd.isna(median) else [
         f"Median break-even: {median:.0f} batches (compile_s / (baseline - compiled batch time))."]
