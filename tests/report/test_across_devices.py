@@ -15,7 +15,7 @@ from xlabench.analysis import (
     speedup_table,
     verdicts_across_devices,
 )
-from xlabench.analysis.across_devices import ratio_verdict
+from xlabench.analysis.intervals import ratio_verdict
 from xlabench.report.findings.across_devices import across_devices_finding
 from xlabench.report.model import Context, ReportOptions
 

@@ -13,22 +13,12 @@ from typing import Any
 import pandas as pd
 
 from xlabench.analysis.deploy import deploy_candidates, fastest_deployments
-from xlabench.analysis.intervals import Spans, result_spans, row_ratio
+from xlabench.analysis.intervals import Spans, ratio_verdict, result_spans, row_ratio
 
 #: A configuration but the device it ran on.
 ACROSS_KEYS = ("model", "resolution", "batch_size", "precision", "runner")
 #: A deployment question but its device (`deploy.DEPLOY_KEYS` less the device).
 PICK_KEYS = ("model", "resolution", "batch_size")
-
-
-def ratio_verdict(low: Any, high: Any) -> str:
-    """What a ratio's 95% interval says: above 1 faster, below 1 slower, across 1 within
-    noise (the rule of `intervals.ratio_intervals`' `significant`)."""
-    if pd.isna(low) or pd.isna(high):
-        return "no interval"
-    if low > 1:
-        return "faster"
-    return "slower" if high < 1 else "within noise"
 
 
 def on_several_devices(frame: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:

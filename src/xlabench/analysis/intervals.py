@@ -24,6 +24,8 @@ from xlabench.measure import combine
 from xlabench.measure.combine import RatioInterval, RunTimes
 
 NO_INTERVAL_METHOD = "none"
+#: What a ratio's interval says (`ratio_verdict`); the first two are `significant`.
+FASTER, SLOWER, WITHIN_NOISE, NO_VERDICT = "faster", "slower", "within noise", "no interval"
 NO_INTERVAL = RatioInterval(math.nan, math.nan, math.nan, math.nan, math.nan,
                             NO_INTERVAL_METHOD, 0, between_processes=False)
 #: What a ratio reads of each side's row (`latest_per_config` columns).
@@ -75,17 +77,29 @@ def row_ratio(top: Mapping[str, Any], bottom: Mapping[str, Any], spans: Spans) -
     return found if found is not None else NO_INTERVAL
 
 
+def ratio_verdict(low: Any, high: Any) -> str:
+    """What a ratio's 95% interval says: above 1 faster, below 1 slower, across 1 within
+    noise; no interval where an end is missing. The one rule behind `significant`."""
+    if pd.isna(low) or pd.isna(high):
+        return NO_VERDICT
+    if low > 1:
+        return FASTER
+    return SLOWER if high < 1 else WITHIN_NOISE
+
+
 def ratio_intervals(
     table: pd.DataFrame, top: str, bottom: str, spans: Spans
 ) -> tuple[list[RatioInterval], pd.Series, pd.Series, pd.Series]:
     """`row_ratio` of every row of a table of pairs whose sides' RATIO_COLUMNS are suffixed
     `top` and `bottom`: the intervals, their low and high ends, and `significant` (the
-    interval excludes 1)."""
+    interval excludes 1: `ratio_verdict` faster or slower; NA without an interval)."""
     intervals = [row_ratio(_side(row, top), _side(row, bottom), spans)
                  for row in table.to_dict("records")]
     low = pd.Series([i.ratio_low for i in intervals], index=table.index, dtype="float64")
     high = pd.Series([i.ratio_high for i in intervals], index=table.index, dtype="float64")
-    significant = ((low > 1) | (high < 1)).astype("boolean").mask(low.isna())
+    verdicts = [ratio_verdict(i.ratio_low, i.ratio_high) for i in intervals]
+    significant = pd.Series([pd.NA if v == NO_VERDICT else v in (FASTER, SLOWER)
+                             for v in verdicts], index=table.index, dtype="boolean")
     return intervals, low, high, significant
 
 

@@ -12,8 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from xlabench.analysis.across_devices import ratio_verdict
-from xlabench.analysis.intervals import Spans, result_spans, row_ratio
+from xlabench.analysis.intervals import Spans, ratio_verdict, result_spans, row_ratio
 from xlabench.analysis.result_rows import every_result
 
 #: The labels `bench/xla_cpu_flags.py` gives XLA's defaults and TF graph.
@@ -43,7 +42,7 @@ def flag_pairs(results: pd.DataFrame) -> pd.DataFrame:
     """Every ab pair of `results` against XLA's defaults: one row per side b, with ``label``,
     ``mode``, ``xla_flags``, ``defaults_sps``, ``variant_sps``, ``ratio`` (variant /
     defaults) with ``ratio_ci_low``/``_high``, ``ci_method``, ``rounds`` (pairs used) and
-    ``verdict`` (`across_devices.ratio_verdict`)."""
+    ``verdict`` (`intervals.ratio_verdict`)."""
     rows = every_result(results) if not results.empty else results
     if rows.empty or "label" not in rows:
         return pd.DataFrame()
