@@ -9,7 +9,13 @@ day and per backend/mode:
   parent) spent timed (calibration, samples and latency steps) and on the speed probes,
   against warming up, the first call (converting and compiling) and the rest: starting the
   interpreter, importing the framework, building the model, parity;
-* the failures and their reasons.
+* the failures and their reasons;
+* per sitting (`ENVIRONMENT.json` beside the database), the dry run's ETA against the wall
+  time: the plan of the sitting's tiers rebuilt by `sweep.plan.make_plan`, the dry run's own
+  code, from the processes stored before the sitting began (copied to a scratch database);
+  on a sitting with no history before it, also the ETA at the pace the pilot would have
+  measured (`sweep.pace`: the median of the sitting's own first processes of the pilot
+  configuration, where it ran it).
 
 Usage:
     .venv/bin/python bench/study_time.py results/cpu/amd-epyc-zen-4-x2/study.db [--since ISO]
@@ -18,15 +24,23 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import json
+import tempfile
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from xlabench.core.record import Record
 from xlabench.measure import stats
 from xlabench.store import ResultStore
+from xlabench.sweep import build_config
+from xlabench.sweep.expand import expand
+from xlabench.sweep.pace import PILOT, PILOT_PROCESSES, Pace
+from xlabench.sweep.plan import format_duration, make_plan
 
 PARTS = ("timed", "probes", "warmup", "first call", "rest")
+PROCESSES = 3  # the method's default processes per result, as `make study-run` asks
 
 
 def process_split(record: Record) -> dict[str, float]:
@@ -80,6 +94,56 @@ def line(name: str, summary: dict[str, Any], wall: bool = True) -> str:
     return f"{head}, {summary['median_process_s']:.0f} s a process (median); {shares}{failed}"
 
 
+def sittings(db: Path) -> list[str]:
+    """Each sitting's start, from the study folder's ENVIRONMENT.json ([] without one)."""
+    path = db.parent / "ENVIRONMENT.json"
+    if not path.exists():
+        return []
+    return [s["started_at"] for s in json.loads(path.read_text(encoding="utf-8"))["sittings"]]
+
+
+def pilot_pace(records: list[Record]) -> Pace | None:
+    pilot_id = PILOT.spec_id()
+    seconds = [r.duration_s for r in records
+               if r.spec.spec_id() == pilot_id and r.ok and r.duration_s]
+    return Pace(tuple(seconds[:PILOT_PROCESSES])) if seconds else None
+
+
+def eta_line(before: list[Record], during: list[Record], scratch: Path) -> str:
+    """The sitting's dry-run ETA (from `before`) against its wall time."""
+    tier_of = expand(build_config("study-cpu")).tiers
+    tiers = sorted({tier_of[r.spec.spec_id()] for r in during if r.spec.spec_id() in tier_of})
+    if not tiers:
+        return "no study-cpu configuration"
+    grid = expand(build_config("study-cpu", overrides={"tiers": ",".join(map(str, tiers))}))
+    actual_s = sitting_wall_s(during)
+    with ResultStore(scratch) as store:
+        store.save_many(before)
+        plan = make_plan(grid, set(), 1, store, PROCESSES)
+        pace = pilot_pace(during) if plan.fresh else None
+        paced = make_plan(grid, set(), 1, store, PROCESSES, pace) if pace else None
+    text = (f"tiers {tiers}, {len(during)} processes in {format_duration(actual_s)}: dry-run "
+            f"ETA {format_duration(plan.estimated_total_s)}, actual/ETA "
+            f"{actual_s / (plan.estimated_total_s or 1):.2f} ({len(plan.modelled)} of "
+            f"{len(plan.todo)} configurations from the cost line)")
+    if paced is not None and pace is not None:
+        text += (f"; at the pilot's pace {pace.factor:.2f}x: ETA "
+                 f"{format_duration(paced.estimated_total_s)}, actual/ETA "
+                 f"{actual_s / (paced.estimated_total_s or 1):.2f}")
+    return text
+
+
+def print_sittings(db: Path, records: list[Record]) -> None:
+    started = sorted((r for r in records if r.started_at), key=lambda r: r.started_at)
+    starts = sittings(db)
+    for start, end in zip(starts, [*starts[1:], "9999"], strict=True):
+        during = [r for r in started if start <= r.started_at < end]
+        if during:
+            before = [r for r in started if r.started_at < start]
+            with tempfile.TemporaryDirectory() as tmp:
+                print(f"  sitting {start[:16]}: {eta_line(before, during, Path(tmp) / 'b.db')}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("db")
@@ -91,7 +155,8 @@ def main() -> int:
     by_sitting: dict[str, list[Record]] = defaultdict(list)
     by_way: dict[str, list[Record]] = defaultdict(list)
     for record in records:
-        by_sitting[record.started_at[:10]].append(record)
+        if record.started_at:  # an unsupported result ran no process: it has no day
+            by_sitting[record.started_at[:10]].append(record)
         by_way[f"{record.spec.backend}/{record.spec.mode}"].append(record)
     print(line("all", summarise(records)))
     for day, group in sorted(by_sitting.items()):
@@ -102,6 +167,7 @@ def main() -> int:
                        for r in records if not r.ok)
     for (model, backend, mode, error), n in sorted(failures.items()):
         print(f"  failed x{n}: {model} {backend}/{mode}: {error}")
+    print_sittings(Path(args.db), records)
     return 0
 
 

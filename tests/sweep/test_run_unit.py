@@ -16,7 +16,15 @@ from tests.sweep.conftest import ScriptedExecutor
 from xlabench.core import Spec, Status
 from xlabench.runner import Placement, ensure_costs
 from xlabench.store import ResultStore
-from xlabench.sweep import Sweep, build_config, cost, format_plan, format_summary, run_sweep
+from xlabench.sweep import (
+    Sweep,
+    build_config,
+    cost,
+    format_plan,
+    format_summary,
+    pace,
+    run_sweep,
+)
 from xlabench.sweep.executors import (
     LocalExecutor,
     _overlapping,
@@ -24,6 +32,7 @@ from xlabench.sweep.executors import (
     local_slots,
     split_cpus,
 )
+from xlabench.sweep.plan import needs_pace
 from xlabench.sweep.progress import PlannedProcesses, Progress
 from xlabench.sweep.trackers import Trackers, run_metrics, run_name
 
@@ -335,3 +344,55 @@ def test_ray_gpu_becomes_the_workers_placement(monkeypatch: pytest.MonkeyPatch) 
             assert placement == expected
             assert current_env_id() == plain_id  # the same id whichever GPU Ray picked
         assert os.environ["CUDA_VISIBLE_DEVICES"] == visible
+
+
+class _TimedExecutor(ScriptedExecutor):
+    """A ScriptedExecutor whose processes took the given wall times, in turn."""
+
+    def __init__(self, record_factory, seconds: list[float], **kwargs) -> None:
+        super().__init__(record_factory, **kwargs)
+        self.seconds = list(seconds)
+
+    def _record(self, spec: Spec):
+        return super()._record(spec).replace(duration_s=self.seconds.pop(0))
+
+
+def test_a_fresh_machine_plans_at_its_own_pace(tmp_path: Path, record_factory) -> None:
+    # Tier 1 is over an hour at the line's pace, on a db with no history: worth a pilot.
+    config = build_config("study-cpu", overrides={"tiers": "1", "db": str(tmp_path / "s.db")})
+    executor = _TimedExecutor(record_factory, [30.0, 60.0, 40.0])
+    notes: list[str] = []
+    with Sweep(config, executor, dry_run=True) as sweep:
+        at_line = sweep.plan
+        assert at_line.fresh and needs_pace(at_line)
+        assert "no history here: the line at" in format_plan(at_line, config.db)
+        sweep.ensure_pace(notes.append)
+        paced = sweep.plan
+    assert executor.asked == [pace.PILOT.label()] * pace.PILOT_PROCESSES
+    factor = 40.0 / pace.REFERENCE_PILOT_S  # the median pilot over the line machine's
+    assert paced.pace is not None and paced.pace.factor == pytest.approx(factor)
+    assert paced.modelled == at_line.modelled
+    for key in at_line.modelled:
+        assert paced.estimate_s[key] == pytest.approx(at_line.estimate_s[key] * factor)
+    assert not needs_pace(paced)
+    assert f"this machine's pace {factor:.2f}x the line's" in format_plan(paced, config.db)
+    assert notes[0].startswith("no history on this machine: measuring its pace")
+
+    with ResultStore(config.db) as store:  # one past process here: history, no pilot
+        store.save(record_factory(backend="openvino", mode="compiled").replace(duration_s=9.0))
+    again = _TimedExecutor(record_factory, [])
+    with Sweep(config, again, dry_run=True) as sweep:
+        assert not sweep.plan.fresh
+        sweep.ensure_pace(notes.append)
+        assert sweep.plan.pace is None and again.asked == []
+
+
+def test_a_short_plan_or_failed_pilots_keep_the_line(tmp_path: Path, record_factory) -> None:
+    with Sweep(_config(tmp_path), ScriptedExecutor(record_factory), dry_run=True) as sweep:
+        assert sweep.plan.fresh and not needs_pace(sweep.plan)  # a minute of pilots: no
+    failing = ScriptedExecutor(record_factory, fail={pace.PILOT.model: Status.CRASHED})
+    notes: list[str] = []
+    assert pace.measure_pace(failing, notes.append) is None
+    assert len(failing.asked) == pace.PILOT_PROCESSES
+    assert notes[-1] == "pace not measured: the estimate is the cost line's, at Zen 4's pace"
+

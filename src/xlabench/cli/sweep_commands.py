@@ -102,6 +102,10 @@ def add_sweep(sub: Any) -> None:
                      "Keras' safe_mode refuses them otherwise): only for files you trust")
     run.add_argument("--dry-run", action="store_true",
                      help="print the plan and a time estimate; run nothing")
+    run.add_argument("--pilot", action="store_true",
+                     help="with --dry-run, on a machine with no history in the db: first run "
+                     "3 pilot processes (about a minute) to estimate at this machine's pace, "
+                     "as a sweep itself does before a plan of 30 minutes or more")
     measure = p.add_argument_group("measurement")
     add_measure_args(measure)
     add_scenario_settings_args(p.add_argument_group("LoadGen scenario settings"))
@@ -126,6 +130,8 @@ def sweep_command(args: argparse.Namespace) -> int:
         for spec in expand(config).specs:
             native.require_runtime(spec)
     with Sweep(config, dry_run=args.dry_run) as sweep:
+        if args.pilot or not args.dry_run:
+            sweep.ensure_pace(print_note)
         plan_text = format_plan(sweep.plan, config.db, sweep.env_ids)
         if args.dry_run:
             print(plan_text)

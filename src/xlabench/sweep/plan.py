@@ -13,6 +13,7 @@ from xlabench.measure import stats
 from xlabench.store import ResultStore
 from xlabench.sweep import cost
 from xlabench.sweep.expand import Grid
+from xlabench.sweep.pace import MIN_MODELLED_S, REFERENCE_MACHINE, Pace
 from xlabench.zoo import entry_for
 
 #: (model, backend, mode) -> past worker wall times; the exact configuration is tried first.
@@ -30,6 +31,8 @@ class Plan:
     estimate_s: dict[str, float]  # spec_id -> estimated seconds of its result's processes
     processes: int = 1  # the fewest processes each result runs
     modelled: frozenset[str] = frozenset()  # spec ids estimated by the cost line, not history
+    pace: Pace | None = None  # this machine's measured pace, where it has no history
+    fresh: bool = False  # no past process on this machine: the line is at the line's pace
 
     @property
     def estimated_total_s(self) -> float | None:
@@ -43,29 +46,42 @@ class Plan:
 
 
 def make_plan(
-    grid: Grid, done_ids: set[str], workers: int, store: ResultStore | None, processes: int = 1
+    grid: Grid, done_ids: set[str], workers: int, store: ResultStore | None, processes: int = 1,
+    pace: Pace | None = None,
 ) -> Plan:
     """The plan: `grid` minus specs in `done_ids`, with estimates from `store`'s history (past
-    worker durations are per process; a result runs at least `processes` of them)."""
+    worker durations are per process; a result runs at least `processes` of them), or from the
+    cost line at `pace` where the machine has none."""
     todo = tuple(s for s in grid.specs if s.spec_id() not in done_ids)
-    per_process, modelled = estimate_durations(store, todo)
+    per_process, modelled = estimate_durations(store, todo, pace)
     estimates = {k: v * processes for k, v in per_process.items()}
     return Plan(grid=grid, todo=todo, done=len(grid.specs) - len(todo), workers=workers,
-                estimate_s=estimates, processes=processes, modelled=modelled)
+                estimate_s=estimates, processes=processes, modelled=modelled, pace=pace,
+                fresh=not _History(store).has_any())
 
 
-def estimate_durations(store: ResultStore | None, specs: Iterable[Spec]
-                       ) -> tuple[dict[str, float], frozenset[str]]:
+def needs_pace(plan: Plan) -> bool:
+    """Whether the plan leans on the cost line alone (no past process on this machine) for
+    long enough that measuring the machine's pace first is worth it (`sweep.pace`)."""
+    if plan.pace is not None or not plan.fresh:
+        return False
+    modelled_s = sum(plan.estimate_s[k] for k in plan.modelled) / plan.workers
+    return modelled_s >= MIN_MODELLED_S
+
+
+def estimate_durations(store: ResultStore | None, specs: Iterable[Spec],
+                       pace: Pace | None = None) -> tuple[dict[str, float], frozenset[str]]:
     """Each spec's estimated seconds a process, and the ids of those estimated by the line.
 
     With history: the median past worker wall time (`Record.duration_s`) of the same
     model/resolution/batch/precision on the same backend and mode, else of any past run of
     that model there. Failures count too: a configuration that timed out before will likely
     take its timeout again. Without: the cost line (`sweep.cost`) times this machine's
-    `_History.factor`. A model file with no history has no estimate. A registry model known
-    not to run on the spec's backend takes no time: its worker refuses it before building.
+    `_History.factor`, or its measured `pace` where it has no history at all. A model file
+    with no history has no estimate. A registry model known not to run on the spec's backend
+    takes no time: its worker refuses it before building.
     """
-    history = _History(store)
+    history = _History(store, pace.factor if pace else 1.0)
     estimates: dict[str, float] = {}
     modelled: set[str] = set()
     for spec in specs:
@@ -101,8 +117,9 @@ class _Past:
 class _History:
     """A store's past process durations, read once per backend and mode."""
 
-    def __init__(self, store: ResultStore | None) -> None:
+    def __init__(self, store: ResultStore | None, pace: float = 1.0) -> None:
         self.store = store
+        self.pace = pace  # the factor where nothing has run here
         self._by_engine: dict[tuple[str, str], list[_Past]] = {}
         self._factors: dict[tuple[str, str], float] = {}
         self._all: list[_Past] | None = None
@@ -112,9 +129,13 @@ class _History:
         exact = [p.duration_s for p in past if p.key == _exact_key(spec)]
         return exact or [p.duration_s for p in past]
 
+    def has_any(self) -> bool:
+        return bool(self._everything())
+
     def factor(self, backend: str, mode: str) -> float:
         """How this machine compares with the cost line: the median of past duration over the
-        line's estimate on this backend and mode, else over everything measured here, else 1."""
+        line's estimate on this backend and mode, else over everything measured here, else its
+        measured pace (1: the line's own machine)."""
         if (backend, mode) not in self._factors:
             self._factors[backend, mode] = self._factor(backend, mode)
         return self._factors[backend, mode]
@@ -124,7 +145,7 @@ class _History:
             ratios = [p.duration_s / p.line_s for p in past if p.line_s]
             if ratios:
                 return stats.median(ratios)
-        return 1.0
+        return self.pace
 
     def _engine(self, backend: str, mode: str) -> list[_Past]:
         if (backend, mode) not in self._by_engine:
@@ -231,4 +252,14 @@ def _estimate_line(plan: Plan) -> str:
     return (f"estimate: {_estimate_text(plan, [s.spec_id() for s in plan.todo])}{workers}, "
             f"at least {plan.processes} processes each (a configuration's median past process "
             f"duration on the same backend and mode; without one, the cost line of "
-            f"sweep/cost.py scaled to this machine's history)")
+            f"sweep/cost.py scaled to this machine's history)" + _pace_note(plan))
+
+
+def _pace_note(plan: Plan) -> str:
+    """What the cost line's estimates stand on where the machine has no history."""
+    if plan.pace is not None:
+        return f"; {plan.pace.describe()}"
+    if plan.fresh and plan.modelled:
+        return (f"; no history here: the line at {REFERENCE_MACHINE}'s pace, which another "
+                f"CPU kind may not keep (--pilot measures this machine's)")
+    return ""

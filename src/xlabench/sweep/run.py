@@ -31,7 +31,8 @@ from xlabench.sweep.executors import (
     local_slots,
 )
 from xlabench.sweep.expand import Grid, expand
-from xlabench.sweep.plan import Plan, make_plan
+from xlabench.sweep.pace import Pace, measure_pace
+from xlabench.sweep.plan import Plan, make_plan, needs_pace
 from xlabench.sweep.progress import PlannedProcesses, Progress, SweepSummary
 from xlabench.sweep.schedule import (
     ResultProcesses,
@@ -86,14 +87,26 @@ class Sweep:
             if exists or not dry_run:
                 self.store = ResultStore(config.db)
             self.env_ids = self.executor.env_ids()
-            done = (self.store.completed_spec_ids(self.env_ids, config.label,
-                                                  config.policy.min_processes)
-                    if self.store else set())
-            self.plan: Plan = make_plan(self.grid, done, self.executor.workers, self.store,
-                                        config.policy.min_processes)
+            self._done = (self.store.completed_spec_ids(self.env_ids, config.label,
+                                                        config.policy.min_processes)
+                          if self.store else set())
+            self.plan: Plan = make_plan(self.grid, self._done, self.executor.workers,
+                                        self.store, config.policy.min_processes)
         except BaseException:
             self.close()
             raise
+
+    def ensure_pace(self, note: Callable[[str], None]) -> None:
+        """On a machine with no history of its own, measure its pace (`sweep.pace`: about a
+        minute of pilot processes) and re-plan with it, where the plan is long enough for that
+        to matter. Not on Ray: a node's pace is its own, and the history its records bring."""
+        if not isinstance(self.executor, RayExecutor) and needs_pace(self.plan):
+            self.plan = self.plan_at(measure_pace(self.executor, note))
+
+    def plan_at(self, pace: Pace | None) -> Plan:
+        """The plan again, its cost-line estimates at `pace`."""
+        return make_plan(self.grid, self._done, self.executor.workers, self.store,
+                         self.config.policy.min_processes, pace)
 
     def run(self, stream: TextIO, tty: bool | None = None) -> SweepSummary:
         """Run the plan, writing each process record as it finishes and each configuration's
