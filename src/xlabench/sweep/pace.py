@@ -7,8 +7,9 @@ because most of a process is not matmul: starting Python, importing TensorFlow, 
 converting and compiling run on one core, and a noisier machine samples longer before its
 interval is tight. So the pace is measured as the line was: a few real processes of one
 configuration, their median wall time over the same configuration's median on the line's
-machine. ResNet50 at 224 px on TF graph is the line's middle anchor; on the committed data its
-Zen 3 over Zen 4 ratio (30 s over 18 s, 1.67) is the tier's (125 over 73 min, 1.71).
+machine. ResNet50 at 224 px on TF graph is the line's middle anchor. On the committed data
+(`bench/study_time.py`) Zen 3's first three of it give 1.69, and tier 1 at that pace is
+estimated at 2 h 03 min; it took 2 h 05 min.
 
 Measured only where it matters: no history here, and a plan long enough (`MIN_MODELLED_S`)
 that about a minute of pilot processes is worth a truer estimate. The pilots are measurements
