@@ -53,11 +53,12 @@ def make_plan(
     worker durations are per process; a result runs at least `processes` of them), or from the
     cost line at `pace` where the machine has none."""
     todo = tuple(s for s in grid.specs if s.spec_id() not in done_ids)
-    per_process, modelled = estimate_durations(store, todo, pace)
+    history = _History(store, pace.factor if pace else 1.0)
+    per_process, modelled = estimate_durations(history, todo)
     estimates = {k: v * processes for k, v in per_process.items()}
     return Plan(grid=grid, todo=todo, done=len(grid.specs) - len(todo), workers=workers,
                 estimate_s=estimates, processes=processes, modelled=modelled, pace=pace,
-                fresh=not _History(store).has_any())
+                fresh=not history.has_any())
 
 
 def needs_pace(plan: Plan) -> bool:
@@ -69,19 +70,18 @@ def needs_pace(plan: Plan) -> bool:
     return modelled_s >= MIN_MODELLED_S
 
 
-def estimate_durations(store: ResultStore | None, specs: Iterable[Spec],
-                       pace: Pace | None = None) -> tuple[dict[str, float], frozenset[str]]:
+def estimate_durations(history: _History, specs: Iterable[Spec]
+                       ) -> tuple[dict[str, float], frozenset[str]]:
     """Each spec's estimated seconds a process, and the ids of those estimated by the line.
 
     With history: the median past worker wall time (`Record.duration_s`) of the same
     model/resolution/batch/precision on the same backend and mode, else of any past run of
     that model there. Failures count too: a configuration that timed out before will likely
     take its timeout again. Without: the cost line (`sweep.cost`) times this machine's
-    `_History.factor`, or its measured `pace` where it has no history at all. A model file
+    `_History.factor`, or its measured pace where it has no history at all. A model file
     with no history has no estimate. A registry model known not to run on the spec's backend
     takes no time: its worker refuses it before building.
     """
-    history = _History(store, pace.factor if pace else 1.0)
     estimates: dict[str, float] = {}
     modelled: set[str] = set()
     for spec in specs:
