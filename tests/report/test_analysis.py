@@ -27,6 +27,7 @@ from xlabench.analysis import (
     load_results,
     mobilenet_family,
     parity_failures,
+    parity_within_own_spread,
     rank,
     slower_than,
     speedup_by_family,
@@ -36,7 +37,7 @@ from xlabench.analysis import (
     top_models,
     top_non_cnn_models,
 )
-from xlabench.core import Costs, Record, Status, Throughput, UserError
+from xlabench.core import Costs, Parity, Record, Status, Throughput, UserError
 from xlabench.core.record import Interference, ProcessInfo
 from xlabench.core.result import ResultPolicy
 from xlabench.measure import combine
@@ -458,6 +459,30 @@ def test_failures_and_parity(grid: pd.DataFrame) -> None:
     assert parity["model"].tolist() == ["mobilenet_v1"]
 
 
+def test_a_pass_within_eager_s_own_spread_is_listed_apart_from_failures() -> None:
+    """Parity passed by the reference's own spread (`measure.parity.compare`) is no failure,
+    but the report says it was not a plain pass; a failure shows the spread it exceeded."""
+    from xlabench.report import ReportOptions
+    from xlabench.report.findings.failures import failures_finding
+    from xlabench.report.model import Context
+
+    spread = Parity("eager", 4e5, 0.7, 2e-3, True, "within eager's own 0.9", own_spread_rel=0.9)
+    beyond = Parity("eager", 4e5, 0.7, 2e-3, False, "> eager's own spread 0.1",
+                    own_spread_rel=0.1)
+    results = frame([make_record(model="efficient_m_v2").replace(parity=spread),
+                     make_record(model="efficient_s_v2").replace(parity=beyond),
+                     make_record(model="resnet50_v1", mode="eager")])
+    within = parity_within_own_spread(results)
+    assert within["model"].tolist() == ["efficient_m_v2"]
+    assert within["parity_own_spread_rel"].tolist() == [0.9]
+    failed = parity_failures(results)
+    assert failed["model"].tolist() == ["efficient_s_v2"]
+    assert failed["parity_own_spread_rel"].tolist() == [0.1]
+    finding = failures_finding(Context(results, ReportOptions(), results.iloc[:0], None, None))
+    assert "1 parity failures, 1 passed only within eager's own spread." in finding.summary[0]
+    assert [len(t.frame) for t in finding.tables[:2]] == [1, 1]
+
+
 FUNCTIONS: list[Callable[[pd.DataFrame], pd.DataFrame]] = [
     lambda r: top_models(r, TF), lambda r: top_non_cnn_models(r, TF),
     lambda r: fastest_per_resolution(r, TF), lambda r: fastest_per_resolution(r, TF, True),
@@ -466,6 +491,7 @@ FUNCTIONS: list[Callable[[pd.DataFrame], pd.DataFrame]] = [
     lambda r: speedup_by_family(speedup_table(r, TF), "speedup_abs_sps", None, None),
     eager_graph_xla_decomposition, achieved_gflops, throughput_vs_batch_size,
     backend_comparison, failed_runs, failures_by_reason, parity_failures,
+    parity_within_own_spread,
 ]
 
 

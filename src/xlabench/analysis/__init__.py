@@ -26,7 +26,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "gflops": ("PEAK_FP32_TFLOPS", "achieved_gflops"),
     "health": (
         "failed_runs", "failures_by_reason", "measurement_quality", "parity_failures",
-        "rerun_agreement",
+        "parity_within_own_spread", "rerun_agreement",
     ),
     "kinds": ("NON_CNN_KINDS", "kind_group"),
     "load": ("FILTER_COLUMNS", "load_results", "results_frame"),

@@ -15,6 +15,13 @@ def parity_failures(results: pd.DataFrame) -> pd.DataFrame:
     return failed.sort_values(["model", "backend", "mode", "id"]).reset_index(drop=True)
 
 
+def parity_within_own_spread(results: pd.DataFrame) -> pd.DataFrame:
+    """Runs that passed parity only because their reference differs from itself as much
+    (`measure.parity.compare`): a network too sensitive for its outputs to be compared."""
+    within = results[(results["parity_passed"] == 1) & results["parity_own_spread_rel"].notna()]
+    return within.sort_values(["model", "backend", "mode", "id"]).reset_index(drop=True)
+
+
 def failed_runs(results: pd.DataFrame) -> pd.DataFrame:
     """Every run that did not finish with status ok, oldest first.
 

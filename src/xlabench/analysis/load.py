@@ -33,6 +33,8 @@ Derived columns (beside every flat column of `results` and its `id`):
         results alike. (Its `scenario_outcome` is the stored `core.scenario.ScenarioOutcome`
         as a dict: figure, batching, LoadGen's summary; None for the timed loop.)
     parity_rtol: the tolerance the parity check judged against (bf16 has a wider one).
+    parity_own_spread_rel: the parity reference's difference from itself
+        (`core.record.Parity.own_spread_rel`), NaN where not measured.
     xla_flags: the XLA_FLAGS the worker ran with (its record's environment flags; an `xlabench
         ab` side's variables are among them), "" where unset.
 Each row is one worker process; a result's row is the store's (`store.view.result_view`, read
@@ -101,7 +103,7 @@ def results_frame(rows: Iterable[dict[str, Any]], peaks: Peaks | None = None,
                "ci_confidence", "runner", "seed", "duration_s", "interference_reason",
                "compile_stages_s", "machine_id", "software_id", "same_compiler", "figure",
                "complete", "cpu_threads", "scenario_outcome", "scenario_settings", "parity_rtol",
-               "xla_flags"]
+               "parity_own_spread_rel", "xla_flags"]
     frame = pd.DataFrame(flat_rows, columns=columns)
     frame = _typed(frame)
     return _with_peaks(_derive(frame), peaks or {})
@@ -151,7 +153,9 @@ def _flatten(row: dict[str, Any]) -> dict[str, Any]:
     spec = record.get("spec") or {}
     flat["scenario_settings"] = (json.dumps(spec.get("scenario_settings") or {}, sort_keys=True)
                                  if spec.get("scenario") else "")
-    flat["parity_rtol"] = (record.get("parity") or {}).get("rtol")
+    parity = record.get("parity") or {}
+    flat["parity_rtol"] = parity.get("rtol")
+    flat["parity_own_spread_rel"] = parity.get("own_spread_rel")
     flat["xla_flags"] = str(((record.get("env") or {}).get("flags") or {}).get("XLA_FLAGS")
                             or "")
     return flat
@@ -161,7 +165,8 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     """SQL types to pandas ones, so an empty db gives the same dtypes as a full one."""
     types: dict[str, Any] = {"id": "int64", "steps_per_sample": "float64",
                              "ci_confidence": "float64", "cpu_threads": "float64",
-                             "parity_rtol": "float64", "duration_s": "float64"}
+                             "parity_rtol": "float64", "parity_own_spread_rel": "float64",
+                             "duration_s": "float64"}
     for name, kind in _FLAT:
         if kind.startswith("REAL") or kind == "INTEGER":
             types[name] = "float64"  # nullable numbers: NaN marks "not measured"

@@ -60,6 +60,13 @@ class Parity:
 
     max_rel_diff is max|out - ref| / max|ref| over all output tensors: relative to the output's
     scale, because elementwise relative error is meaningless for logits near zero.
+
+    own_spread_rel is the reference's disagreement with itself, measured only where max_rel_diff
+    exceeds rtol (`measure.parity.compare`): the same max relative difference between the first
+    image run alone and the same image within the batch, on the reference mode. Summation order
+    is all that changes, so on a well-conditioned network it is ~1e-6; a random-weight network
+    that amplifies rounding (EfficientNetV2-M's largest logit is 5e5 at 480 px) differs from
+    itself by most of its scale, and a difference within that spread is no fault of the mode.
     """
 
     reference_mode: str
@@ -68,6 +75,7 @@ class Parity:
     rtol: float
     passed: bool
     reason: str = ""
+    own_spread_rel: float | None = None
 
 
 @dataclass(frozen=True)

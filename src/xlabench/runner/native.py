@@ -156,7 +156,9 @@ def _measure_in(spec: Spec, entry: Any, backend: Any, model: Any, x: Any,
     if bad:  # as in the Python path: a NaN/inf output fails the whole run
         raise NativeError(f"{spec.model} produced {bad} NaN/inf output values natively")
     rtol = paritylib.rtol_for(spec.precision, spec.tf32)
-    parity = paritylib.compare(outputs, reference, rtol, spec.baseline_mode)
+    parity = paritylib.compare(
+        outputs, reference, rtol, spec.baseline_mode,
+        lambda: paritylib.reference_spread(backend, model, spec.baseline_mode, x, reference))
     record = to_record(spec, entry, run, parity, runtime_info, stages_s,
                        {**exported.get("info", {}), "threads": count})
     return record.replace(interference=figures, probe_before=probe_before,

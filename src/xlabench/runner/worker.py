@@ -269,7 +269,9 @@ def _parity(spec: Spec, backend: Any, model: Any, x: Any, outputs: list[Any]) ->
     reference_out = backend.make_runner(model, spec.baseline_mode, x).step()
     reference = paritylib.flatten_outputs(backend.to_numpy(reference_out))
     rtol = paritylib.rtol_for(spec.precision, spec.tf32)
-    return paritylib.compare(outputs, reference, rtol, spec.baseline_mode)
+    return paritylib.compare(
+        outputs, reference, rtol, spec.baseline_mode,
+        lambda: paritylib.reference_spread(backend, model, spec.baseline_mode, x, reference))
 
 
 def costs_only(spec: Spec) -> dict[str, Any]:
