@@ -92,11 +92,9 @@ def reference_spread(backend: Any, model: Any, mode: str, x: Any,
     alone against that image's row of `reference` (its output for the whole batch `x`). Only
     the batch size changes, so only the kernels' blocking and summation order do. For a batch of
     one, the image twice stands in for the batch (its first row against `reference`).
-    `backend`: a backend module (`backends.base.Backend`)."""
-    import keras
-
+    `backend`: a backend module (`backends.base.Backend`); Keras models take NumPy input."""
     batch = int(x.shape[0])
-    regrouped = x[:1] if batch > 1 else keras.ops.concatenate([x, x], axis=0)
+    regrouped = x[:1] if batch > 1 else np.concatenate([backend.to_numpy(x)] * 2, axis=0)
     out = backend.make_runner(model, mode, regrouped).step()
     alone = flatten_outputs(backend.to_numpy(out))
     if batch > 1:
