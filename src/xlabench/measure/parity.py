@@ -94,7 +94,8 @@ def reference_spread(backend: Any, model: Any, mode: str, x: Any,
     one, the image twice stands in for the batch (its first row against `reference`).
     `backend`: a backend module (`backends.base.Backend`); Keras models take NumPy input."""
     batch = int(x.shape[0])
-    regrouped = x[:1] if batch > 1 else np.concatenate([backend.to_numpy(x)] * 2, axis=0)
+    host = x if isinstance(x, np.ndarray) else backend.to_numpy(x)
+    regrouped = x[:1] if batch > 1 else np.concatenate([host, host], axis=0)
     out = backend.make_runner(model, mode, regrouped).step()
     alone = flatten_outputs(backend.to_numpy(out))
     if batch > 1:
