@@ -74,6 +74,8 @@ def test_a_per_image_network_agrees_with_itself_and_a_batch_coupled_one_does_not
             assert spread < 1e-5
         elif batch > 1:  # alone, the image is its own mean: its output is the zero bias
             assert spread == pytest.approx(1.0)
+        else:  # the image twice is its own mean too: both outputs are the zero bias
+            assert spread == 0.0
 
 
 def test_non_finite_outputs_fail_parity() -> None:
