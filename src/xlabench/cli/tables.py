@@ -233,9 +233,8 @@ def format_record(record: Record, db: str | None = None) -> str:
                      f"{warm.compile_s:.2f} s), warm-up {warm.steps} steps")
     if record.parity:
         p = record.parity
-        # a pass with a reason passed within the reference's own spread (measure.parity)
-        verdict = (f"pass ({p.reason})" if p.reason else "pass") if p.passed \
-            else f"FAIL: {p.reason}"
+        within = p.passed and p.own_spread_rel is not None  # measure.parity.compare
+        verdict = f"pass ({p.reason})" if within else "pass" if p.passed else f"FAIL: {p.reason}"
         lines.append(f"  parity vs {p.reference_mode}: max abs diff {p.max_abs_diff:.3g}, "
                      f"max rel diff {p.max_rel_diff:.3g} (tol {p.rtol:g}): {verdict}")
     costs, mem = record.costs, record.memory

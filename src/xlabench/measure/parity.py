@@ -94,10 +94,30 @@ def reference_spread(backend: Any, model: Any, mode: str, x: Any,
     one, the image twice stands in for the batch (its first row against `reference`).
     `backend`: a backend module (`backends.base.Backend`); Keras models take NumPy input."""
     batch = int(x.shape[0])
-    host = x if isinstance(x, np.ndarray) else backend.to_numpy(x)
-    regrouped = x[:1] if batch > 1 else np.concatenate([host, host], axis=0)
+    if batch > 1:
+        regrouped = x[:1]
+    else:
+        host = x if isinstance(x, np.ndarray) else backend.to_numpy(x)
+        regrouped = np.concatenate([host, host], axis=0)
     out = backend.make_runner(model, mode, regrouped).step()
     alone = flatten_outputs(backend.to_numpy(out))
     if batch > 1:
         return max_differences(alone, [r[:1] for r in reference])[1]
     return max_differences([a[:1] for a in alone], reference)[1]
+
+
+def reference_outputs(backend: Any, model: Any, mode: str, x: Any) -> list[np.ndarray]:
+    """The reference mode's output for `x`, flattened (`flatten_outputs`)."""
+    return flatten_outputs(backend.to_numpy(backend.make_runner(model, mode, x).step()))
+
+
+def against_reference(outputs: list[np.ndarray], backend: Any, model: Any, mode: str, x: Any,
+                      rtol: float, reference: list[np.ndarray] | None = None) -> Parity:
+    """`outputs` against `mode`'s (the reference's) output for the same `x` and weights
+    (`reference`, where the caller has run it already), with the reference's own spread
+    measured should the difference exceed `rtol` (`compare`): the one parity check of the
+    Python, native and LoadGen paths."""
+    if reference is None:
+        reference = reference_outputs(backend, model, mode, x)
+    return compare(outputs, reference, rtol, mode,
+                   lambda: reference_spread(backend, model, mode, x, reference))

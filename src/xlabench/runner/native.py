@@ -142,8 +142,7 @@ def _measure_in(spec: Spec, entry: Any, backend: Any, model: Any, x: Any,
     stages_s = exported.pop("stages_s", None) or {"export": time.perf_counter() - start}
     write_artifact(artifact, runtime, x_np, exported)
     _inject_fault(artifact, os.environ.get(FAULT_ENV, ""))
-    reference = paritylib.flatten_outputs(
-        backend.to_numpy(backend.make_runner(model, spec.baseline_mode, x).step()))
+    reference = paritylib.reference_outputs(backend, model, spec.baseline_mode, x)
     spec_path = write_run_spec(artifact, spec, count, settings)
     probe_before = probe.run_probe()  # the machine's speed, outside the timed phase
     before = interference.snapshot()
@@ -155,10 +154,9 @@ def _measure_in(spec: Spec, entry: Any, backend: Any, model: Any, x: Any,
     bad = paritylib.non_finite_count(outputs)
     if bad:  # as in the Python path: a NaN/inf output fails the whole run
         raise NativeError(f"{spec.model} produced {bad} NaN/inf output values natively")
-    rtol = paritylib.rtol_for(spec.precision, spec.tf32)
-    parity = paritylib.compare(
-        outputs, reference, rtol, spec.baseline_mode,
-        lambda: paritylib.reference_spread(backend, model, spec.baseline_mode, x, reference))
+    parity = paritylib.against_reference(
+        outputs, backend, model, spec.baseline_mode, x,
+        paritylib.rtol_for(spec.precision, spec.tf32), reference)
     record = to_record(spec, entry, run, parity, runtime_info, stages_s,
                        {**exported.get("info", {}), "threads": count})
     return record.replace(interference=figures, probe_before=probe_before,

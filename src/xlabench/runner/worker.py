@@ -266,12 +266,8 @@ def _parity(spec: Spec, backend: Any, model: Any, x: Any, outputs: list[Any]) ->
     """Compare this mode's output with the eager output of the same backend, same input."""
     if spec.mode == spec.baseline_mode:
         return None
-    reference_out = backend.make_runner(model, spec.baseline_mode, x).step()
-    reference = paritylib.flatten_outputs(backend.to_numpy(reference_out))
-    rtol = paritylib.rtol_for(spec.precision, spec.tf32)
-    return paritylib.compare(
-        outputs, reference, rtol, spec.baseline_mode,
-        lambda: paritylib.reference_spread(backend, model, spec.baseline_mode, x, reference))
+    return paritylib.against_reference(outputs, backend, model, spec.baseline_mode, x,
+                                       paritylib.rtol_for(spec.precision, spec.tf32))
 
 
 def costs_only(spec: Spec) -> dict[str, Any]:
