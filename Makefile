@@ -66,7 +66,9 @@ demo: setup
 # and commit of each sitting in ENVIRONMENT.json beside it. Resumable: run it again to go on.
 # `make study` runs every tier; `make study-run TIER=1` (or TIER=1,2) some: each tier is about
 # 90 minutes (`xlabench sweep --preset study-cpu --dry-run` gives each one's ETA). Run it on a quiet
-# machine (no build or test beside it). `make study-report`: one report from every
+# machine (no build or test beside it). A configuration another CPU kind has run is estimated
+# from its time there (--history-from every kind's study.db; the sweep leaves out its own).
+# `make study-report`: one report from every
 # results/cpu/*/study.db and the study's published numbers, into results/report/; no benchmark.
 STUDY_ROOT ?= results/cpu
 STUDY_PUBLISHED ?= tests/data/study_best_per_resolution_and_gpu.csv
@@ -79,7 +81,8 @@ study: study-run
 study-run: $(STAMP)
 	db=$$($(BIN)/xlabench study-env --root $(STUDY_ROOT)) && \
 	  $(BIN)/xlabench sweep --preset study-cpu $(if $(TIER),--tier $(TIER)) --db "$$db" \
-	  --timeout $(STUDY_TIMEOUT_S)
+	  --timeout $(STUDY_TIMEOUT_S) \
+	  $(foreach other,$(wildcard $(STUDY_ROOT)/*/study.db),--history-from $(other))
 
 study-report: $(STAMP)
 	$(BIN)/xlabench study-report --root $(STUDY_ROOT) --out results/report \

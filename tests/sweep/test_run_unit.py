@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.sweep.conftest import ScriptedExecutor
-from xlabench.core import Spec, Status
+from xlabench.core import Spec, Status, UserError
 from xlabench.runner import Placement, ensure_costs
 from xlabench.store import ResultStore
 from xlabench.sweep import (
@@ -396,3 +396,40 @@ def test_a_short_plan_or_failed_pilots_keep_the_line(tmp_path: Path, record_fact
     assert len(failing.asked) == pace.PILOT_PROCESSES
     assert notes[-1] == "pace not measured: the estimate is the cost line's, at Zen 4's pace"
 
+
+
+def test_a_configuration_run_only_on_another_machine_is_estimated_from_there(
+        tmp_path: Path, record_factory) -> None:
+    """This machine ran ResNet50 and MobileNetV3-Small in half the other's time; the other
+    also ran DenseNet121: estimated here at half its time there, not by the cost line."""
+    config = _config(tmp_path, models="resnet50,mobilenet_v3_small,densenet_121",
+                     resolutions="224", backends="openvino", modes="compiled")
+    other_db = tmp_path / "other.db"
+    seconds = {"resnet50_v1": 40.0, "mobilenet_v3_small": 20.0, "densenet_121": 90.0}
+    with ResultStore(other_db) as other, ResultStore(config.db) as here:
+        for model, there_s in seconds.items():
+            record = record_factory(model=model, backend="openvino", mode="compiled",
+                                    resolution=224)
+            other.save(record.replace(duration_s=there_s))
+            if model != "densenet_121":
+                here.save(record.replace(duration_s=there_s / 2))
+    with Sweep(config, ScriptedExecutor(record_factory), dry_run=True,
+               history_from=[str(other_db), config.db]) as sweep:
+        text = format_plan(sweep.plan, config.db, sweep.env_ids)
+    plan = sweep.plan
+    (dense,) = [s.spec_id() for s in plan.todo if s.model == "densenet_121"]
+    assert plan.borrowed == {dense} and not plan.modelled
+    assert plan.estimate_s[dense] == pytest.approx(45.0)
+    assert "(1 from another machine's history)" in text
+    with Sweep(config, ScriptedExecutor(record_factory), dry_run=True) as alone:
+        assert dense in alone.plan.modelled and not alone.plan.borrowed
+
+
+def test_history_from_a_file_that_is_no_database_is_one_line(tmp_path: Path,
+                                                              record_factory) -> None:
+    config = _config(tmp_path)
+    bad = tmp_path / "notes.txt"
+    bad.write_text("not sqlite")
+    with pytest.raises(UserError, match=r"notes\.txt"):
+        Sweep(config, ScriptedExecutor(record_factory), dry_run=True, history_from=[str(bad)])
+    assert not Path(config.db).exists()

@@ -106,6 +106,10 @@ def add_sweep(sub: Any) -> None:
                      help="with --dry-run, on a machine with no history in the db: first run "
                      "3 pilot processes (about a minute) to estimate at this machine's pace, "
                      "as a sweep itself does before a plan of 30 minutes or more")
+    run.add_argument("--history-from", action="append", default=[], metavar="DB",
+                     help="another machine's database (repeatable; e.g. results/cpu/*/study.db): "
+                     "a configuration with no history here is estimated from its time there, "
+                     "scaled by how the two machines compare on what both ran")
     measure = p.add_argument_group("measurement")
     add_measure_args(measure)
     add_scenario_settings_args(p.add_argument_group("LoadGen scenario settings"))
@@ -129,7 +133,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     if any(part.runner == "native" for part in config.parts):
         for spec in expand(config).specs:
             native.require_runtime(spec)
-    with Sweep(config, dry_run=args.dry_run) as sweep:
+    with Sweep(config, dry_run=args.dry_run, history_from=args.history_from) as sweep:
         if args.pilot or not args.dry_run:
             sweep.ensure_pace(print_note)
         plan_text = format_plan(sweep.plan, config.db, sweep.env_ids)

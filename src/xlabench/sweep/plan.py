@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from xlabench.core import Spec
 from xlabench.measure import stats
 from xlabench.store import ResultStore
+from xlabench.store.reader import StoreReader
 from xlabench.sweep import cost
 from xlabench.sweep.expand import Grid
 from xlabench.sweep.pace import MIN_MODELLED_S, REFERENCE_MACHINE, Pace
 from xlabench.zoo import entry_for
 
-#: (model, backend, mode) -> past worker wall times; the exact configuration is tried first.
+#: (resolution, batch size, precision) of a past process; the exact configuration is tried first.
 HistoryKey = tuple[str, ...]
+#: A backend and mode.
+Engine = tuple[str, str]
+#: The fewest configurations one backend and mode must share with another machine for their
+#: own ratio to scale its durations; with fewer, the ratio over every engine they share.
+MIN_SHARED = 3
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,7 @@ class Plan:
     estimate_s: dict[str, float]  # spec_id -> estimated seconds of its result's processes
     processes: int = 1  # the fewest processes each result runs
     modelled: frozenset[str] = frozenset()  # spec ids estimated by the cost line, not history
+    borrowed: frozenset[str] = frozenset()  # spec ids estimated from another machine's history
     pace: Pace | None = None  # this machine's measured pace, where it has no history
     fresh: bool = False  # no past process on this machine: the line is at the line's pace
 
@@ -47,18 +55,19 @@ class Plan:
 
 def make_plan(
     grid: Grid, done_ids: set[str], workers: int, store: ResultStore | None, processes: int = 1,
-    pace: Pace | None = None,
+    pace: Pace | None = None, elsewhere: Sequence[Elsewhere] = (),
 ) -> Plan:
     """The plan: `grid` minus specs in `done_ids`, with estimates from `store`'s history (past
-    worker durations are per process; a result runs at least `processes` of them), or from the
-    cost line at `pace` where the machine has none."""
+    worker durations are per process; a result runs at least `processes` of them), else from
+    another machine's (`elsewhere`) scaled to this one, else from the cost line at `pace`."""
     todo = tuple(s for s in grid.specs if s.spec_id() not in done_ids)
-    history = _History(store, pace.factor if pace else 1.0)
-    per_process, modelled = estimate_durations(history, todo)
-    estimates = {k: v * processes for k, v in per_process.items()}
+    history = _History(store, pace.factor if pace else 1.0, elsewhere)
+    estimates_per_process = estimate_durations(history, todo)
+    estimates = {k: v * processes for k, v in estimates_per_process.seconds.items()}
     return Plan(grid=grid, todo=todo, done=len(grid.specs) - len(todo), workers=workers,
-                estimate_s=estimates, processes=processes, modelled=modelled, pace=pace,
-                fresh=not history.has_any())
+                estimate_s=estimates, processes=processes,
+                modelled=estimates_per_process.modelled,
+                borrowed=estimates_per_process.borrowed, pace=pace, fresh=not history.has_any())
 
 
 def needs_pace(plan: Plan) -> bool:
@@ -70,20 +79,31 @@ def needs_pace(plan: Plan) -> bool:
     return modelled_s >= MIN_MODELLED_S
 
 
-def estimate_durations(history: _History, specs: Iterable[Spec]
-                       ) -> tuple[dict[str, float], frozenset[str]]:
-    """Each spec's estimated seconds a process, and the ids of those estimated by the line.
+@dataclass(frozen=True)
+class Estimates:
+    """Each spec's estimated seconds a process, and where the estimate came from."""
+
+    seconds: dict[str, float]
+    modelled: frozenset[str]  # by the cost line
+    borrowed: frozenset[str]  # by another machine's history, scaled to this one
+
+
+def estimate_durations(history: _History, specs: Iterable[Spec]) -> Estimates:
+    """Each spec's estimated seconds a process.
 
     With history: the median past worker wall time (`Record.duration_s`) of the same
     model/resolution/batch/precision on the same backend and mode, else of any past run of
     that model there. Failures count too: a configuration that timed out before will likely
-    take its timeout again. Without: the cost line (`sweep.cost`) times this machine's
+    take its timeout again. Else, the same configuration's median on another machine
+    (`Elsewhere`), times how this machine's durations compare with that one's on what both
+    ran (`_History.borrowed`). Else: the cost line (`sweep.cost`) times this machine's
     `_History.factor`, or its measured pace where it has no history at all. A model file
     with no history has no estimate. A registry model known not to run on the spec's backend
     takes no time: its worker refuses it before building.
     """
     estimates: dict[str, float] = {}
     modelled: set[str] = set()
+    borrowed: set[str] = set()
     for spec in specs:
         if known_unsupported(spec):
             estimates[spec.spec_id()] = 0.0
@@ -92,10 +112,13 @@ def estimate_durations(history: _History, specs: Iterable[Spec]
         line_s = cost.spec_process_s(spec)
         if past:
             estimates[spec.spec_id()] = stats.median(past)
+        elif (elsewhere_s := history.borrowed(spec)) is not None:
+            estimates[spec.spec_id()] = elsewhere_s
+            borrowed.add(spec.spec_id())
         elif line_s is not None:
             estimates[spec.spec_id()] = line_s * history.factor(spec.backend, spec.mode)
             modelled.add(spec.spec_id())
-    return estimates, frozenset(modelled)
+    return Estimates(estimates, frozenset(modelled), frozenset(borrowed))
 
 
 def known_unsupported(spec: Spec) -> bool:
@@ -114,20 +137,93 @@ class _Past:
     line_s: float | None  # the cost line's estimate for it
 
 
+@dataclass(frozen=True)
+class Elsewhere:
+    """Another machine's past processes, read once from its database (another CPU kind's
+    `results/cpu/<device>/study.db`): one database, one machine."""
+
+    path: str
+    by_engine: Mapping[Engine, Mapping[tuple[str, HistoryKey], float]]  # median s a process
+
+    @classmethod
+    def read(cls, path: str | Path) -> Elsewhere:
+        """The median duration of each configuration in the database at `path`.
+
+        Raises:
+            UserError: no database there, or not one this xlabench reads (one line).
+        """
+        durations: dict[Engine, dict[tuple[str, HistoryKey], list[float]]] = defaultdict(
+            lambda: defaultdict(list))
+        with StoreReader(Path(path)) as reader:
+            for row in reader.process_rows():
+                if row.duration_s:
+                    key = (str(row.resolution), str(row.batch_size), row.precision)
+                    durations[row.backend, row.mode][row.model, key].append(row.duration_s)
+        return cls(str(path), {engine: {config: stats.median(seconds)
+                                        for config, seconds in configs.items()}
+                               for engine, configs in durations.items()})
+
+
+def read_elsewhere(paths: Iterable[str], own_db: str) -> tuple[Elsewhere, ...]:
+    """The databases at `paths` as other machines' history, but `own_db` (a glob such as
+    `results/cpu/*/study.db` names this machine's own as well) and any named twice."""
+    own = Path(own_db).resolve()
+    unique = dict.fromkeys(Path(path).resolve() for path in paths)
+    return tuple(Elsewhere.read(path) for path in unique if path != own)
+
+
 class _History:
     """A store's past process durations, read once per backend and mode."""
 
-    def __init__(self, store: ResultStore | None, pace: float = 1.0) -> None:
+    def __init__(self, store: ResultStore | None, pace: float = 1.0,
+                 elsewhere: Sequence[Elsewhere] = ()) -> None:
         self.store = store
         self.pace = pace  # the factor where nothing has run here
+        self.elsewhere = tuple(elsewhere)
         self._by_engine: dict[tuple[str, str], list[_Past]] = {}
         self._factors: dict[tuple[str, str], float] = {}
         self._all: list[_Past] | None = None
+        self._ratios: dict[tuple[str, Engine], tuple[int, float] | None] = {}
 
     def durations(self, spec: Spec) -> list[float]:
         past = [p for p in self._engine(spec.backend, spec.mode) if p.model == spec.model]
         exact = [p.duration_s for p in past if p.key == _exact_key(spec)]
         return exact or [p.duration_s for p in past]
+
+    def borrowed(self, spec: Spec) -> float | None:
+        """The spec's median duration on another machine that ran it, times this machine's
+        ratio to that one (`_ratio`); of the machines that ran it, the one sharing the most
+        configurations with this one. None: none ran it, or none shares a configuration."""
+        engine = (spec.backend, spec.mode)
+        config = (spec.model, _exact_key(spec))
+        candidates = []
+        for other in self.elsewhere:
+            seconds = other.by_engine.get(engine, {}).get(config)
+            ratio = self._ratio(other, engine) if seconds is not None else None
+            if seconds is not None and ratio is not None:
+                candidates.append((ratio[0], seconds * ratio[1]))
+        return max(candidates)[1] if candidates else None
+
+    def _ratio(self, other: Elsewhere, engine: Engine) -> tuple[int, float] | None:
+        """(configurations shared, median of this machine's duration over `other`'s) on
+        `engine` where they share at least MIN_SHARED, else over every engine; None: none."""
+        if (other.path, engine) not in self._ratios:
+            mine = {e: self._medians(*e) for e in other.by_engine}
+            pairs = {e: [(mine[e][c], other.by_engine[e][c])
+                         for c in mine[e].keys() & other.by_engine[e].keys()] for e in mine}
+            shared = pairs.get(engine, [])
+            if len(shared) < MIN_SHARED:
+                shared = [pair for e_pairs in pairs.values() for pair in e_pairs]
+            self._ratios[other.path, engine] = (
+                (sum(len(p) for p in pairs.values()),
+                 stats.median([here / there for here, there in shared])) if shared else None)
+        return self._ratios[other.path, engine]
+
+    def _medians(self, backend: str, mode: str) -> dict[tuple[str, HistoryKey], float]:
+        grouped: dict[tuple[str, HistoryKey], list[float]] = defaultdict(list)
+        for past in self._engine(backend, mode):
+            grouped[past.model, past.key].append(past.duration_s)
+        return {config: stats.median(seconds) for config, seconds in grouped.items()}
 
     def has_any(self) -> bool:
         return bool(self._everything())
@@ -225,6 +321,9 @@ def _estimate_text(plan: Plan, spec_ids: list[str]) -> str:
         return "?"
     total = format_duration(sum(plan.estimate_s[key] for key in known) / plan.workers)
     notes = []
+    borrowed = sum(1 for key in known if key in plan.borrowed)
+    if borrowed:
+        notes.append(f"{borrowed} from another machine's history")
     modelled = sum(1 for key in known if key in plan.modelled)
     if modelled:
         notes.append(f"{modelled} from the cost line")
@@ -251,8 +350,10 @@ def _estimate_line(plan: Plan) -> str:
     workers = f" on {plan.workers} workers" if plan.workers > 1 else ""
     return (f"estimate: {_estimate_text(plan, [s.spec_id() for s in plan.todo])}{workers}, "
             f"at least {plan.processes} processes each (a configuration's median past process "
-            f"duration on the same backend and mode; without one, the cost line of "
-            f"sweep/cost.py scaled to this machine's history)" + _pace_note(plan))
+            f"duration on the same backend and mode; without one, its median on another "
+            f"machine (--history-from) times this machine's median ratio to that one on what "
+            f"both ran; else the cost line of sweep/cost.py scaled to this machine's history)"
+            + _pace_note(plan))
 
 
 def _pace_note(plan: Plan) -> str:

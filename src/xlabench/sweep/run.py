@@ -13,7 +13,7 @@ lost at most the processes that were running.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -32,7 +32,7 @@ from xlabench.sweep.executors import (
 )
 from xlabench.sweep.expand import Grid, expand
 from xlabench.sweep.pace import Pace, measure_pace
-from xlabench.sweep.plan import Plan, make_plan, needs_pace
+from xlabench.sweep.plan import Plan, make_plan, needs_pace, read_elsewhere
 from xlabench.sweep.progress import PlannedProcesses, Progress, SweepSummary
 from xlabench.sweep.schedule import (
     ResultProcesses,
@@ -72,10 +72,13 @@ class Sweep:
         config: what to run.
         executor: where to run it (default: from `config`); tests pass their own.
         dry_run: plan only: an absent db is not created.
+        history_from: other machines' databases whose durations estimate what this one has
+            not run (`sweep.plan.Elsewhere`); `config.db` itself among them is left out.
     """
 
     def __init__(
-        self, config: SweepConfig, executor: Executor | None = None, dry_run: bool = False
+        self, config: SweepConfig, executor: Executor | None = None, dry_run: bool = False,
+        history_from: Sequence[str] = (),
     ) -> None:
         self.config = config
         self.grid: Grid = expand(config)
@@ -90,8 +93,10 @@ class Sweep:
             self._done = (self.store.completed_spec_ids(self.env_ids, config.label,
                                                         config.policy.min_processes)
                           if self.store else set())
+            self.elsewhere = read_elsewhere(history_from, config.db)
             self.plan: Plan = make_plan(self.grid, self._done, self.executor.workers,
-                                        self.store, config.policy.min_processes)
+                                        self.store, config.policy.min_processes,
+                                        elsewhere=self.elsewhere)
         except BaseException:
             self.close()
             raise
@@ -106,7 +111,7 @@ class Sweep:
     def plan_at(self, pace: Pace | None) -> Plan:
         """The plan again, its cost-line estimates at `pace`."""
         return make_plan(self.grid, self._done, self.executor.workers, self.store,
-                         self.config.policy.min_processes, pace)
+                         self.config.policy.min_processes, pace, self.elsewhere)
 
     def run(self, stream: TextIO, tty: bool | None = None) -> SweepSummary:
         """Run the plan, writing each process record as it finishes and each configuration's
