@@ -116,6 +116,17 @@ def test_a_tier_is_a_stable_part_of_the_whole_sweep() -> None:
     assert [s.spec_id() for s in again.specs] == [s.spec_id() for s in first.specs]
 
 
+def test_a_model_filter_keeps_each_model_in_its_own_tier() -> None:
+    model = STUDY_CPU_TIERS[3][1]
+    alone = expand(build_config("study-cpu", overrides={"models": model}))
+    in_tier = expand(build_config("study-cpu", overrides={"models": model, "tiers": "3"}))
+    assert set(alone.tiers.values()) == {3}
+    assert [s.spec_id() for s in in_tier.specs] == [s.spec_id() for s in alone.specs]
+    assert {f"{s.backend}/{s.mode}" for s in in_tier.specs} == STUDY_CPU_PAIRS
+    with pytest.raises(UserError, match="no model given is in tier 1 of the preset"):
+        expand(build_config("study-cpu", overrides={"models": model, "tiers": "1"}))
+
+
 def test_presets_without_tiers_keep_their_sweep_id() -> None:
     grid = expand(build_config("demo"))
     joined = ",".join(sorted(s.spec_id() for s in grid.specs))

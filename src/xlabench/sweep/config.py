@@ -57,6 +57,9 @@ class GridPart:
     scenario_values: tuple[tuple[str, Any], ...] = ()
     #: The preset's tier this part belongs to (`--tier`); None: the preset has no tiers.
     tier: int | None = None
+    #: The preset's own models of that tier. A model filter (`--models`) replaces `models` in
+    #: every part, so a spec belongs to the tier whose preset models hold it, not to the first.
+    tier_models: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _check_choices("backend", self.backends, BACKEND_MODES)
@@ -159,7 +162,8 @@ def build_config(
     named = [layer.pop("preset", None) for layer in layers]
     preset = preset or named[1] or named[0]
     base = _preset(preset)
-    parts = [dict(p) for p in base.get("parts", ({},))]
+    parts = [{**p, "tier_models": p.get("models", ())} if p.get("tier") is not None else dict(p)
+             for p in base.get("parts", ({},))]
     run = {k: v for k, v in base.items() if k not in ("parts", "policy")}
     policy = dict(base.get("policy", {}))
     tiers = None

@@ -84,7 +84,7 @@ def expand(config: SweepConfig) -> Grid:
             for entry, fields in models:
                 for spec in _entry_specs(entry, part, repeat, part_skipped, fields):
                     key = spec.spec_id()
-                    if key not in specs and part.tier is not None:
+                    if key not in tiers and _in_tier(part, entry.name):
                         tiers[key] = part.tier
                     specs.setdefault(key, spec)
         if selected:
@@ -93,10 +93,19 @@ def expand(config: SweepConfig) -> Grid:
     if config.tiers is not None:
         identity = tuple(specs)
         specs = {key: spec for key, spec in specs.items() if tiers.get(key) in config.tiers}
+        if identity and not specs:
+            named = ", ".join(map(str, config.tiers))
+            raise UserError(f"the grid is empty: no model given is in tier {named} of the preset")
     if not specs:
         raise UserError(f"the grid is empty: {_why_empty(skipped)}")
     return Grid(specs=tuple(specs.values()), skipped=dict(skipped),
                 tiers={key: tiers[key] for key in specs if key in tiers}, identity_ids=identity)
+
+
+def _in_tier(part: GridPart, model: str) -> bool:
+    """Whether `model`'s specs from `part` belong to the part's tier: its preset put the model
+    there (a model filter gives every part the same models)."""
+    return part.tier is not None and (not part.tier_models or model in part.tier_models)
 
 
 def part_models(part: GridPart, unsafe_load: bool = False
