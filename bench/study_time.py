@@ -15,15 +15,19 @@ day and per backend/mode:
   code, from the processes stored before the sitting began (copied to a scratch database);
   on a sitting with no history before it, also the ETA at the pace the pilot would have
   measured (`sweep.pace`: the median of the sitting's own first processes of the pilot
-  configuration, where it ran it).
+  configuration, where it ran it). With `--history-from`, other machines' processes stored
+  before the sitting are its history from elsewhere, as `make study-run` passes them. The
+  plan is of the configurations the sitting ran (a sitting may run part of a tier).
 
 Usage:
     .venv/bin/python bench/study_time.py results/cpu/amd-epyc-zen-4-x2/study.db [--since ISO]
+        [--history-from results/cpu/amd-epyc-zen-3-x2/study.db ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import tempfile
 from collections import Counter, defaultdict
@@ -37,7 +41,7 @@ from xlabench.store import ResultStore
 from xlabench.sweep import build_config
 from xlabench.sweep.expand import expand
 from xlabench.sweep.pace import PILOT, PILOT_PROCESSES, Pace
-from xlabench.sweep.plan import format_duration, make_plan
+from xlabench.sweep.plan import Elsewhere, format_duration, make_plan
 
 PARTS = ("timed", "probes", "warmup", "first call", "rest")
 PROCESSES = 3  # the method's default processes per result, as `make study-run` asks
@@ -109,23 +113,40 @@ def pilot_pace(records: list[Record]) -> Pace | None:
     return Pace(tuple(seconds[:PILOT_PROCESSES])) if seconds else None
 
 
-def eta_line(before: list[Record], during: list[Record], scratch: Path) -> str:
-    """The sitting's dry-run ETA (from `before`) against its wall time."""
+def elsewhere_before(others: dict[str, list[Record]], start: str, scratch: Path
+                     ) -> list[Elsewhere]:
+    """Each other machine's history as a dry run at `start` would have read it."""
+    found = []
+    for name, records in others.items():
+        path = scratch / f"elsewhere-{len(found)}-{Path(name).parent.name}.db"
+        with ResultStore(path) as store:
+            store.save_many([r for r in records if r.started_at and r.started_at < start])
+        found.append(Elsewhere.read(path))
+    return found
+
+
+def eta_line(before: list[Record], during: list[Record], scratch: Path,
+             elsewhere: list[Elsewhere]) -> str:
+    """The sitting's dry-run ETA (from `before`, and `elsewhere`) against its wall time."""
     tier_of = expand(build_config("study-cpu")).tiers
-    tiers = sorted({tier_of[r.spec.spec_id()] for r in during if r.spec.spec_id() in tier_of})
+    ran = {r.spec.spec_id() for r in during}
+    tiers = sorted({tier_of[i] for i in ran if i in tier_of})
     if not tiers:
         return "no study-cpu configuration"
-    grid = expand(build_config("study-cpu", overrides={"tiers": ",".join(map(str, tiers))}))
+    whole = expand(build_config("study-cpu", overrides={"tiers": ",".join(map(str, tiers))}))
+    grid = dataclasses.replace(whole, specs=tuple(s for s in whole.specs if s.spec_id() in ran))
     actual_s = sitting_wall_s(during)
-    with ResultStore(scratch) as store:
+    with ResultStore(scratch / "before.db") as store:
         store.save_many(before)
-        plan = make_plan(grid, set(), 1, store, PROCESSES)
+        plan = make_plan(grid, set(), 1, store, PROCESSES, elsewhere=elsewhere)
         pace = pilot_pace(during) if plan.fresh else None
-        paced = make_plan(grid, set(), 1, store, PROCESSES, pace) if pace else None
-    text = (f"tiers {tiers}, {len(during)} processes in {format_duration(actual_s)}: dry-run "
+        paced = (make_plan(grid, set(), 1, store, PROCESSES, pace, elsewhere)
+                 if pace else None)
+    text = (f"tiers {tiers} ({len(grid.specs)} of {len(whole.specs)} configurations), "
+            f"{len(during)} processes in {format_duration(actual_s)}: dry-run "
             f"ETA {format_duration(plan.estimated_total_s)}, actual/ETA "
-            f"{actual_s / (plan.estimated_total_s or 1):.2f} ({len(plan.modelled)} of "
-            f"{len(plan.todo)} configurations from the cost line)")
+            f"{actual_s / (plan.estimated_total_s or 1):.2f} ({len(plan.modelled)} from the "
+            f"cost line, {len(plan.borrowed)} from another machine)")
     if paced is not None and pace is not None:
         text += (f"; at the pilot's pace {pace.factor:.2f}x: ETA "
                  f"{format_duration(paced.estimated_total_s)}, actual/ETA "
@@ -133,7 +154,7 @@ def eta_line(before: list[Record], during: list[Record], scratch: Path) -> str:
     return text
 
 
-def print_sittings(db: Path, records: list[Record]) -> None:
+def print_sittings(db: Path, records: list[Record], others: dict[str, list[Record]]) -> None:
     started = sorted((r for r in records if r.started_at), key=lambda r: r.started_at)
     starts = sittings(db)
     for start, end in zip(starts, [*starts[1:], "9999"], strict=True):
@@ -141,17 +162,25 @@ def print_sittings(db: Path, records: list[Record]) -> None:
         if during:
             before = [r for r in started if r.started_at < start]
             with tempfile.TemporaryDirectory() as tmp:
-                print(f"  sitting {start[:16]}: {eta_line(before, during, Path(tmp) / 'b.db')}")
+                elsewhere = elsewhere_before(others, start, Path(tmp))
+                line_text = eta_line(before, during, Path(tmp), elsewhere)
+                print(f"  sitting {start[:16]}: {line_text}")
+
+
+def local_records(db: str, since: str = "") -> list[Record]:
+    with ResultStore(db) as store:
+        return [r for r in store.records() if r.source == "local" and r.started_at >= since]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("db")
     parser.add_argument("--since", default="", help="only processes started at/after (ISO)")
+    parser.add_argument("--history-from", action="append", default=[], metavar="DB",
+                        help="another machine's study.db, as the sitting's dry run read it")
     args = parser.parse_args()
-    with ResultStore(args.db) as store:
-        records = [r for r in store.records() if r.source == "local"
-                   and r.started_at >= args.since]
+    records = local_records(args.db, args.since)
+    others = {path: local_records(path) for path in args.history_from}
     by_sitting: dict[str, list[Record]] = defaultdict(list)
     by_way: dict[str, list[Record]] = defaultdict(list)
     for record in records:
@@ -167,7 +196,7 @@ def main() -> int:
                        for r in records if not r.ok)
     for (model, backend, mode, error), n in sorted(failures.items()):
         print(f"  failed x{n}: {model} {backend}/{mode}: {error}")
-    print_sittings(Path(args.db), records)
+    print_sittings(Path(args.db), records, others)
     return 0
 
 
