@@ -17,7 +17,8 @@ day and per backend/mode:
   measured (`sweep.pace`: the median of the sitting's own first processes of the pilot
   configuration, where it ran it). With `--history-from`, other machines' processes stored
   before the sitting are its history from elsewhere, as `make study-run` passes them. The
-  plan is of the configurations the sitting ran (a sitting may run part of a tier).
+  plan is of the sitting's tiers' configurations of the models it ran (a sitting may run some
+  of a tier's models).
 
 Usage:
     .venv/bin/python bench/study_time.py results/cpu/amd-epyc-zen-4-x2/study.db [--since ISO]
@@ -134,7 +135,8 @@ def eta_line(before: list[Record], during: list[Record], scratch: Path,
     if not tiers:
         return "no study-cpu configuration"
     whole = expand(build_config("study-cpu", overrides={"tiers": ",".join(map(str, tiers))}))
-    grid = dataclasses.replace(whole, specs=tuple(s for s in whole.specs if s.spec_id() in ran))
+    models = {r.spec.model for r in during}  # a sitting may run some of a tier's models
+    grid = dataclasses.replace(whole, specs=tuple(s for s in whole.specs if s.model in models))
     actual_s = sitting_wall_s(during)
     with ResultStore(scratch / "before.db") as store:
         store.save_many(before)
