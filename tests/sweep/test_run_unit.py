@@ -65,6 +65,32 @@ def test_resume_skips_ok_and_retries_failures(tmp_path: Path, record_factory) ->
     assert len({r["sweep_id"] for r in rows}) == 1  # the same grid keeps its sweep id
 
 
+class _KilledAt(ScriptedExecutor):
+    """Runs processes until it is asked for `model`, then dies as a killed sweep does."""
+
+    def __init__(self, record_factory, model: str) -> None:
+        super().__init__(record_factory)
+        self.model = model
+
+    def run(self, specs, hooks):
+        for finished in super().run(specs, hooks):
+            if finished.spec.model == self.model:
+                raise KeyboardInterrupt
+            yield finished
+
+
+def test_a_killed_sweep_keeps_the_results_it_had_finished(tmp_path: Path, record_factory) -> None:
+    # ResNet50's result (it runs first) wants no more processes before MobileNetV3's first
+    # starts: the kill leaves it complete, so the resume runs MobileNetV3 alone.
+    config = _config(tmp_path, backends="jax")
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(config, io.StringIO(), executor=_KilledAt(record_factory, "mobilenet_v3_small"))
+    again = ScriptedExecutor(record_factory)
+    summary = run_sweep(config, io.StringIO(), executor=again)
+    assert summary.done_before == 1
+    assert [label.split()[0] for label in again.asked] == ["mobilenet_v3_small@32"]
+
+
 def test_asking_for_more_processes_adds_rounds_to_the_same_result(
     tmp_path: Path, record_factory
 ) -> None:

@@ -134,11 +134,14 @@ class Sweep:
         try:
             if plan.todo:
                 measure_local_peaks(store, self.executor, progress.note)
+            # a result is complete once it wants no more processes, so a sweep killed later
+            # (or one resumed after such a kill) keeps it: the end of the sweep saves it again
+            self._save_final(scheduler.results)
             for batch, records in run_batches(self.executor, scheduler, store, progress,
                                               self.sweep_id, self.config.label):
                 for record in records:
                     summary.add(record)
-                self._save_results(scheduler, batch, complete=False)
+                self._save_results(scheduler, batch)
             for processes in scheduler.results:
                 result = self._save(processes, complete=True)
                 summary.add_result(result)
@@ -173,9 +176,15 @@ class Sweep:
             found.append(processes)
         return found
 
-    def _save_results(self, scheduler: Scheduler, batch: list[Spec], complete: bool) -> None:
+    def _save_results(self, scheduler: Scheduler, batch: list[Spec]) -> None:
         for spec in batch:
-            self._save(scheduler.processes_of(spec), complete)
+            processes = scheduler.processes_of(spec)
+            self._save(processes, complete=processes.final())
+
+    def _save_final(self, results: Iterable[ResultProcesses]) -> None:
+        for processes in results:
+            if processes.final():
+                self._save(processes, complete=True)
 
     def _save(self, processes: ResultProcesses, complete: bool) -> Result | None:
         if not processes.records:

@@ -86,6 +86,11 @@ class ResultProcesses:
         return short and not self.stopped and self.reruns_left > 0 and \
             len(combine.clean_processes(self.records)[1]) > 0
 
+    def final(self) -> bool:
+        """Wants neither another main-pass process nor a re-run: its processes are all it will
+        have (both wants read its own processes alone, which change only when it runs)."""
+        return bool(self.records) and not self.wants_main() and not self.wants_rerun()
+
     def _budget_allows(self) -> bool:
         durations = [r.duration_s or 0.0 for r in self.records]
         return sum(durations) + stats.median(durations) <= self.policy.budget_s
