@@ -35,6 +35,7 @@ from xlabench.sweep.executors import (
 from xlabench.sweep.plan import needs_pace
 from xlabench.sweep.progress import PlannedProcesses, Progress
 from xlabench.sweep.trackers import Trackers, run_metrics, run_name
+from xlabench.zoo import REGISTRY
 
 
 def _config(tmp_path: Path, **overrides):
@@ -204,6 +205,27 @@ def test_dry_run_plan_estimates_from_history(tmp_path: Path, record_factory) -> 
                 cost.spec_process_s(spec) * factor)
     assert "(3 from the cost line)" in text and "at least 1 processes each" in text
     assert "  jax/eager    2" in text and "  torch/eager  2" in text
+
+
+def test_the_cost_line_is_scaled_by_the_models_family_where_it_has_run_here(
+        tmp_path: Path, record_factory) -> None:
+    # EfficientNet-B1 took three times the line here, ResNet50 once: B2 (never run) is
+    # estimated at its family's three times, MobileNetV3 (no kin here) at the engine's median.
+    config = _config(tmp_path, models="efficient_b2,mobilenet_v3_small", backends="torch")
+    ratios = {("efficient_b1", 240): 3.0, ("resnet50_v1", 224): 1.0}
+    with ResultStore(config.db) as store:
+        for (model, resolution), ratio in ratios.items():
+            line_s = cost.configuration_process_s(model, resolution, 4)
+            old = record_factory(model=model, family=REGISTRY.get(model).family, backend="torch",
+                                 mode="eager", resolution=resolution)
+            store.save(old.replace(duration_s=ratio * line_s))
+    with Sweep(config, ScriptedExecutor(record_factory), dry_run=True) as sweep:
+        plan = sweep.plan
+    by_model = {s.model: s for s in plan.todo}
+    assert plan.modelled == {s.spec_id() for s in plan.todo}
+    for model, factor in (("efficient_b2", 3.0), ("mobilenet_v3_small", 2.0)):
+        spec = by_model[model]
+        assert plan.estimate_s[spec.spec_id()] == pytest.approx(cost.spec_process_s(spec) * factor)
 
 
 def test_a_configuration_the_registry_rules_out_is_estimated_at_no_time(

@@ -97,7 +97,9 @@ def estimate_durations(history: _History, specs: Iterable[Spec]) -> Estimates:
     take its timeout again. Else, the same configuration's median on another machine
     (`Elsewhere`), times how this machine's durations compare with that one's on what both
     ran (`_History.borrowed`). Else: the cost line (`sweep.cost`) times this machine's
-    `_History.factor`, or its measured pace where it has no history at all. A model file
+    `_History.factor` for the model's family (a family's networks share how far they stray
+    from the line: EfficientNets' depthwise layers run fewer MACs a second), or its measured
+    pace where it has no history at all. A model file
     with no history has no estimate. A registry model known not to run on the spec's backend
     takes no time: its worker refuses it before building.
     """
@@ -116,7 +118,8 @@ def estimate_durations(history: _History, specs: Iterable[Spec]) -> Estimates:
             estimates[spec.spec_id()] = elsewhere_s
             borrowed.add(spec.spec_id())
         elif line_s is not None:
-            estimates[spec.spec_id()] = line_s * history.factor(spec.backend, spec.mode)
+            family = entry_for(spec).family
+            estimates[spec.spec_id()] = line_s * history.factor(spec.backend, spec.mode, family)
             modelled.add(spec.spec_id())
     return Estimates(estimates, frozenset(modelled), frozenset(borrowed))
 
@@ -132,6 +135,7 @@ class _Past:
     """One past process of a backend and mode: what ran and how long its worker took."""
 
     model: str
+    family: str
     key: HistoryKey
     duration_s: float
     line_s: float | None  # the cost line's estimate for it
@@ -181,7 +185,7 @@ class _History:
         self.pace = pace  # the factor where nothing has run here
         self.elsewhere = tuple(elsewhere)
         self._by_engine: dict[tuple[str, str], list[_Past]] = {}
-        self._factors: dict[tuple[str, str], float] = {}
+        self._factors: dict[tuple[str, str, str], float] = {}
         self._all: list[_Past] | None = None
         self._ratios: dict[tuple[str, Engine], tuple[int, float] | None] = {}
 
@@ -228,16 +232,19 @@ class _History:
     def has_any(self) -> bool:
         return bool(self._everything())
 
-    def factor(self, backend: str, mode: str) -> float:
+    def factor(self, backend: str, mode: str, family: str = "") -> float:
         """How this machine compares with the cost line: the median of past duration over the
-        line's estimate on this backend and mode, else over everything measured here, else its
-        measured pace (1: the line's own machine)."""
-        if (backend, mode) not in self._factors:
-            self._factors[backend, mode] = self._factor(backend, mode)
-        return self._factors[backend, mode]
+        line's estimate for `family`'s models on this backend and mode, else for every model
+        there, else over everything measured here, else its measured pace (1: the line's own
+        machine)."""
+        if (backend, mode, family) not in self._factors:
+            self._factors[backend, mode, family] = self._factor(backend, mode, family)
+        return self._factors[backend, mode, family]
 
-    def _factor(self, backend: str, mode: str) -> float:
-        for past in (self._engine(backend, mode), self._everything()):
+    def _factor(self, backend: str, mode: str, family: str) -> float:
+        engine = self._engine(backend, mode)
+        kin = [p for p in engine if family and p.family == family]
+        for past in (kin, engine, self._everything()):
             ratios = [p.duration_s / p.line_s for p in past if p.line_s]
             if ratios:
                 return stats.median(ratios)
@@ -266,7 +273,7 @@ def _past(row: dict[str, Any]) -> _Past | None:
         return None
     key = (str(row["resolution"]), str(row["batch_size"]), row["precision"])
     line_s = cost.configuration_process_s(row["model"], row["resolution"], row["batch_size"])
-    return _Past(row["model"], key, float(duration), line_s)
+    return _Past(row["model"], row["family"], key, float(duration), line_s)
 
 
 def _exact_key(spec: Spec) -> HistoryKey:

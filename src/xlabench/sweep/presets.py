@@ -6,8 +6,6 @@ and run settings, as `config.build_config` reads them.
 
 from __future__ import annotations
 
-import itertools
-import math
 from typing import Any
 
 from xlabench.core import BACKEND_MODES, MeasureSettings
@@ -68,32 +66,6 @@ _STUDY_CPU_ENGINES: tuple[dict[str, Any], ...] = (
 STUDY_CPU_TIER_S = 90 * 60.0
 
 
-def _study_cpu_tiers() -> dict[int, tuple[str, ...]]:
-    """GPU_MODELS in the order a 2-core machine should measure them, cut into tiers of about
-    STUDY_CPU_TIER_S each: first the smallest of each family (fewest MACs at its default
-    resolution; registry order where a MAC count is missing), then the rest of the
-    published-table models, then everything else (GPU_MODELS' other families have one model
-    each: none today). Each group is cut, in its order, into the fewest tiers whose estimated
-    time (`sweep.cost`) fits, as evenly as whole models allow."""
-    order = {entry.name: i for i, entry in enumerate(REGISTRY)}
-    smallest: dict[str, str] = {}
-    for name in GPU_MODELS:
-        entry = REGISTRY.get(name)
-        best = smallest.get(entry.family)
-        if best is None or _size_key(name, order) < _size_key(best, order):
-            smallest[entry.family] = name
-    first = tuple(m for m in GPU_MODELS if m in smallest.values())
-    published = tuple(m for m in STUDY_PUBLISHED_MODELS if m not in first)
-    rest = tuple(m for m in GPU_MODELS if m not in first and m not in published)
-    tiers = [chunk for group in (first, published, rest) for chunk in _cut(group)]
-    return {number: models for number, models in enumerate(tiers, start=1)}
-
-
-def _size_key(name: str, order: dict[str, int]) -> tuple[float, int]:
-    macs = REGISTRY.get(name).macs
-    return (float(macs) if macs else float("inf"), order[name])
-
-
 def study_cpu_model_s(name: str) -> float:
     """A study-cpu model's estimated quiet-machine time: each engine's configuration, the
     method's default processes each (`sweep.cost`; a model with no MAC count: its fixed
@@ -108,34 +80,26 @@ def _study_cpu_configurations() -> list[tuple[str, str]]:
             for b in engines["backends"] for m in engines["modes"]]
 
 
-def _cut(models: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """`models`, in order, in the fewest runs of about equal estimated time that each fit
-    STUDY_CPU_TIER_S (a model larger than that is a run of its own)."""
-    if not models:
-        return []
-    costs = [study_cpu_model_s(m) for m in models]
-    for count in range(math.ceil(sum(costs) / STUDY_CPU_TIER_S), len(models) + 1):
-        cuts = _even_cuts(costs, count)
-        runs = [(a, b) for a, b in itertools.pairwise((0, *cuts, len(models)))]
-        if all(b - a == 1 or sum(costs[a:b]) <= STUDY_CPU_TIER_S for a, b in runs):
-            return [models[a:b] for a, b in runs]
-    raise AssertionError("one model a run always fits")
-
-
-def _even_cuts(costs: list[float], count: int) -> list[int]:
-    """Where `count` runs of `costs` should start (after the first): each boundary at the
-    running sum nearest its multiple of the share, every run holding at least one model."""
-    running = list(itertools.accumulate(costs))
-    share = running[-1] / count
-    cuts: list[int] = []
-    for k in range(1, count):
-        low, high = (cuts[-1] if cuts else 0) + 1, len(costs) - (count - k)
-        cuts.append(min(range(low, high + 1), key=lambda i: abs(running[i - 1] - k * share)))
-    return cuts
-
-
 #: `--preset study-cpu`'s tiers (`--tier N`): tier -> models, each run in full before the next.
-STUDY_CPU_TIERS = _study_cpu_tiers()
+#: GPU_MODELS in the order a 2-core machine should measure them: first the smallest of each
+#: family (fewest MACs at its default resolution), then the rest of the published-table
+#: models, then everything else; each group cut, in its order, into the fewest runs of about
+#: equal estimated time that each fit STUDY_CPU_TIER_S. Cut on 2026-12-06 by the cost line of
+#: then (14 s + 2.8 s a GMAC) and frozen: the study's committed sittings are these tiers
+#: (`results/cpu/`), and a refitted line must not move a model between them.
+STUDY_CPU_TIERS: dict[int, tuple[str, ...]] = {
+    1: ("efficient_b1", "efficient_b1_v2", "inception_v3", "mobilenet_v1", "nasnet_large",
+        "xception", "regnetx_002", "resnet50_v1", "resnet50_v2", "convnext_tiny",
+        "mobilenet_v2"),
+    2: ("mobilenet_v3_small", "vgg16", "densenet_121", "regnety_002", "resnetrs_50",
+        "yolo_v8_m_pascalvoc"),
+    3: ("retinanet_resnet50_pascalvoc", "vit_s16", "deit_tiny_patch16_224",
+        "swin_tiny_patch4_window7_224", "mixer_b16"),
+    4: ("efficient_b2", "efficient_b3", "efficient_b4", "efficient_b5", "efficient_b6",
+        "efficient_b7"),
+    5: ("efficient_b2_v2", "efficient_b3_v2", "efficient_s_v2", "efficient_m_v2",
+        "regnetx_016"),
+}
 #: One process of EfficientNet-B7@600 in TF XLA took 184 s on a 2-vCPU Zen 5 (NASNetLarge@331
 #: on OpenVINO 52 s): three times the slowest seen lets a slower CPU finish, and ends a hang.
 STUDY_CPU_TIMEOUT_S = 600.0
