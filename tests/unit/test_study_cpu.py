@@ -27,7 +27,6 @@ from xlabench.sweep.presets import (
     STUDY_CPU_TIERS,
     STUDY_CPU_TIMEOUT_S,
     STUDY_PUBLISHED_MODELS,
-    study_cpu_model_s,
 )
 from xlabench.zoo import REGISTRY
 
@@ -38,6 +37,14 @@ PUBLISHED_CSV = REPO / "tests" / "data" / "study_best_per_resolution_and_gpu.csv
 
 
 NO_SUCH_TIER = max(STUDY_CPU_TIERS) + 1
+
+
+def _model_s(model: str) -> float:
+    """A study-cpu model's estimate as its dry run on a machine with no history prints it: the
+    cost line's process time, the method's default processes on each of its engines."""
+    line_s = cost.configuration_process_s(model, REGISTRY.get(model).default_resolution, 4)
+    assert line_s is not None, f"{model} has no pinned MAC count"
+    return len(STUDY_CPU_PAIRS) * ResultPolicy().min_processes * line_s
 
 
 def _tier_of(model: str) -> list[int]:
@@ -74,15 +81,10 @@ def test_tiers_are_the_study_order_cut_into_sittings() -> None:
     for group in (first, published, rest):
         tiers = [models for models in STUDY_CPU_TIERS.values() if set(models) & set(group)]
         assert all(set(models) <= set(group) for models in tiers)  # no tier mixes groups
-        group_s = sum(study_cpu_model_s(m) for m in group)
+        group_s = sum(_model_s(m) for m in group)
         assert len(tiers) <= math.ceil(group_s / STUDY_CPU_TIER_S) + 1
         for models in tiers:  # each fits a sitting, unless one model alone does not
-            assert sum(map(study_cpu_model_s, models)) <= STUDY_CPU_TIER_S or len(models) == 1
-    # the estimate a tier is cut by is the one its dry run prints (the cost line, no history)
-    model = STUDY_CPU_TIERS[1][0]
-    line_s = cost.configuration_process_s(model, REGISTRY.get(model).default_resolution, 4)
-    assert study_cpu_model_s(model) == pytest.approx(
-        len(STUDY_CPU_PAIRS) * ResultPolicy().min_processes * line_s)
+            assert sum(map(_model_s, models)) <= STUDY_CPU_TIER_S or len(models) == 1
 
 
 def test_the_grid_is_each_model_at_its_own_size_on_five_engines() -> None:

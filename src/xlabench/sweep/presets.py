@@ -10,9 +10,7 @@ from typing import Any
 
 from xlabench.core import BACKEND_MODES, MeasureSettings
 from xlabench.core.backends import FRAMEWORKS, RUNTIMES
-from xlabench.core.result import ResultPolicy
 from xlabench.store.importer import STUDY_BUILT_AS
-from xlabench.sweep import cost
 from xlabench.zoo import KINDS, REGISTRY
 
 #: A resolution that stands for each model's own default input size.
@@ -64,20 +62,6 @@ _STUDY_CPU_ENGINES: tuple[dict[str, Any], ...] = (
 )
 #: About one quiet sitting: a tier of `study-cpu` is sized to this much estimated time.
 STUDY_CPU_TIER_S = 90 * 60.0
-
-
-def study_cpu_model_s(name: str) -> float:
-    """A study-cpu model's estimated quiet-machine time: each engine's configuration, the
-    method's default processes each (`sweep.cost`; a model with no MAC count: its fixed
-    part)."""
-    processes = ResultPolicy().min_processes
-    per_process_s = cost.process_s(REGISTRY.get(name).macs or 0.0)
-    return len(_study_cpu_configurations()) * processes * per_process_s
-
-
-def _study_cpu_configurations() -> list[tuple[str, str]]:
-    return [(b, m) for engines in _STUDY_CPU_ENGINES
-            for b in engines["backends"] for m in engines["modes"]]
 
 
 #: `--preset study-cpu`'s tiers (`--tier N`): tier -> models, each run in full before the next.
