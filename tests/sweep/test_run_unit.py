@@ -92,6 +92,36 @@ def test_a_killed_sweep_keeps_the_results_it_had_finished(tmp_path: Path, record
     assert [label.split()[0] for label in again.asked] == ["mobilenet_v3_small@32"]
 
 
+class _KilledAfter(ScriptedExecutor):
+    """Runs `processes` processes, then dies as a killed sweep does."""
+
+    def __init__(self, record_factory, processes: int) -> None:
+        super().__init__(record_factory)
+        self.left = processes
+
+    def run(self, specs, hooks):
+        for finished in super().run(specs, hooks):
+            if not self.left:
+                raise KeyboardInterrupt
+            self.left -= 1
+            yield finished
+
+
+def test_a_resumed_sweep_is_estimated_at_the_processes_it_lacks(
+    tmp_path: Path, record_factory
+) -> None:
+    # two results of three processes each, killed after two: the resume's plan counts the
+    # four processes left, each at its estimate of one
+    config = _config(tmp_path, backends="jax", processes=3)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(config, io.StringIO(), executor=_KilledAfter(record_factory, 2))
+    with Sweep(config, executor=ScriptedExecutor(record_factory)) as sweep:
+        plan = sweep.plan
+    assert len(plan.todo) == 2
+    processes_left = {k: plan.estimate_s[k] / plan.process_s[k] for k in plan.estimate_s}
+    assert sum(processes_left.values()) == pytest.approx(2 * 3 - 2)
+
+
 def test_asking_for_more_processes_adds_rounds_to_the_same_result(
     tmp_path: Path, record_factory
 ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +35,9 @@ class Plan:
     todo: tuple[Spec, ...]
     done: int  # configurations with a successful result in this environment
     workers: int
-    estimate_s: dict[str, float]  # spec_id -> estimated seconds of its result's processes
+    estimate_s: dict[str, float]  # spec_id -> estimated seconds of the processes it has to run
     processes: int = 1  # the fewest processes each result runs
+    process_s: dict[str, float] = field(default_factory=dict)  # spec_id -> seconds a process
     modelled: frozenset[str] = frozenset()  # spec ids estimated by the cost line, not history
     borrowed: frozenset[str] = frozenset()  # spec ids estimated from another machine's history
     pace: Pace | None = None  # this machine's measured pace, where it has no history
@@ -56,18 +57,21 @@ class Plan:
 def make_plan(
     grid: Grid, done_ids: set[str], workers: int, store: ResultStore | None, processes: int = 1,
     pace: Pace | None = None, elsewhere: Sequence[Elsewhere] = (),
+    stored: Mapping[str, int] | None = None,
 ) -> Plan:
     """The plan: `grid` minus specs in `done_ids`, with estimates from `store`'s history (past
-    worker durations are per process; a result runs at least `processes` of them), else from
-    another machine's (`elsewhere`) scaled to this one, else from the cost line at `pace`."""
+    worker durations are per process; a result runs at least `processes` of them, less the
+    successful ones `stored` says a killed run of the sweep left it), else from another
+    machine's (`elsewhere`) scaled to this one, else from the cost line at `pace`."""
     todo = tuple(s for s in grid.specs if s.spec_id() not in done_ids)
     history = _History(store, pace.factor if pace else 1.0, elsewhere)
-    estimates_per_process = estimate_durations(history, todo)
-    estimates = {k: v * processes for k, v in estimates_per_process.seconds.items()}
+    per_process = estimate_durations(history, todo)
+    left = {s.spec_id(): max(0, processes - (stored or {}).get(s.spec_id(), 0)) for s in todo}
+    estimates = {k: v * left[k] for k, v in per_process.seconds.items()}
     return Plan(grid=grid, todo=todo, done=len(grid.specs) - len(todo), workers=workers,
-                estimate_s=estimates, processes=processes,
-                modelled=estimates_per_process.modelled,
-                borrowed=estimates_per_process.borrowed, pace=pace, fresh=not history.has_any())
+                estimate_s=estimates, processes=processes, process_s=per_process.seconds,
+                modelled=per_process.modelled,
+                borrowed=per_process.borrowed, pace=pace, fresh=not history.has_any())
 
 
 def needs_pace(plan: Plan) -> bool:

@@ -94,9 +94,9 @@ class Sweep:
                                                         config.policy.min_processes)
                           if self.store else set())
             self.elsewhere = read_elsewhere(history_from, config.db)
-            self.plan: Plan = make_plan(self.grid, self._done, self.executor.workers,
-                                        self.store, config.policy.min_processes,
-                                        elsewhere=self.elsewhere)
+            self._stored = {spec.spec_id(): len(self._stored_processes(spec))
+                            for spec in self.grid.specs if spec.spec_id() not in self._done}
+            self.plan: Plan = self.plan_at(None)
         except BaseException:
             self.close()
             raise
@@ -111,7 +111,7 @@ class Sweep:
     def plan_at(self, pace: Pace | None) -> Plan:
         """The plan again, its cost-line estimates at `pace`."""
         return make_plan(self.grid, self._done, self.executor.workers, self.store,
-                         self.config.policy.min_processes, pace, self.elsewhere)
+                         self.config.policy.min_processes, pace, self.elsewhere, self._stored)
 
     def run(self, stream: TextIO, tty: bool | None = None) -> SweepSummary:
         """Run the plan, writing each process record as it finishes and each configuration's
@@ -122,7 +122,7 @@ class Sweep:
         scheduler = Scheduler(self._results(plan.todo))
         expected = sum(max(0, policy.min_processes - len(t.records)) for t in scheduler.results)
         planned = PlannedProcesses(
-            {k: v / plan.processes for k, v in plan.estimate_s.items()},
+            plan.process_s,
             {t.spec.spec_id(): max(0, policy.min_processes - len(t.records))
              for t in scheduler.results})
         progress = Progress(stream, expected, self.executor.workers, plan.estimated_total_s, tty,
@@ -136,12 +136,12 @@ class Sweep:
                 measure_local_peaks(store, self.executor, progress.note)
             # a result is complete once it wants no more processes, so a sweep killed later
             # (or one resumed after such a kill) keeps it: the end of the sweep saves it again
-            self._save_final(scheduler.results)
+            self._save_as_they_stand(scheduler.results)
             for batch, records in run_batches(self.executor, scheduler, store, progress,
                                               self.sweep_id, self.config.label):
                 for record in records:
                     summary.add(record)
-                self._save_results(scheduler, batch)
+                self._save_as_they_stand(scheduler.processes_of(spec) for spec in batch)
             for processes in scheduler.results:
                 result = self._save(processes, complete=True)
                 summary.add_result(result)
@@ -166,25 +166,26 @@ class Sweep:
     def _results(self, specs: Iterable[Spec]) -> list[ResultProcesses]:
         """The processes of each spec's result, holding the successful ones a killed or failed
         run already stored (a failed process stays stored, but the retried result goes on)."""
-        assert self.store is not None
-        env_id = self.env_ids[0] if self.env_ids else ""
         found = []
         for spec in specs:
-            result_id = sweep_result_id(self.sweep_id, spec, env_id)
-            processes = ResultProcesses(spec, result_id, self.config.policy)
-            processes.records.extend(r for r in self.store.processes(result_id) if r.ok)
+            processes = ResultProcesses(spec, self._result_id(spec), self.config.policy)
+            processes.records.extend(self._stored_processes(spec))
             found.append(processes)
         return found
 
-    def _save_results(self, scheduler: Scheduler, batch: list[Spec]) -> None:
-        for spec in batch:
-            processes = scheduler.processes_of(spec)
-            self._save(processes, complete=processes.final())
+    def _stored_processes(self, spec: Spec) -> list[Record]:
+        """The successful processes of the spec's result in this sweep the store holds."""
+        if self.store is None:
+            return []
+        return [r for r in self.store.processes(self._result_id(spec)) if r.ok]
 
-    def _save_final(self, results: Iterable[ResultProcesses]) -> None:
+    def _result_id(self, spec: Spec) -> str:
+        return sweep_result_id(self.sweep_id, spec, self.env_ids[0] if self.env_ids else "")
+
+    def _save_as_they_stand(self, results: Iterable[ResultProcesses]) -> None:
+        """Each result with the processes it has: complete once it wants no more."""
         for processes in results:
-            if processes.final():
-                self._save(processes, complete=True)
+            self._save(processes, complete=processes.final())
 
     def _save(self, processes: ResultProcesses, complete: bool) -> Result | None:
         if not processes.records:
