@@ -58,12 +58,14 @@ def _scripted(record_factory: Callable[..., Record], rate_of: Callable[[Spec, st
 
 def _run(tmp_path: Path, runner: ab.ProcessRunner, b: list[str], budget_s: float = 600.0,
          design: SequentialDesign | None = None,
-         clock: Callable[[], float] = time.perf_counter) -> ab.AbRun:
+         clock: Callable[[], float] = time.perf_counter,
+         resolutions: tuple[int, ...] = (32,)) -> ab.AbRun:
     settings = ab.AbSettings(design or SequentialDesign(max_rounds=20), budget_s, seed=3)
     sides = (ab.parse_side("a", []), ab.parse_side("b", b))
-    spec = Spec("mobilenet_v3_small", "tensorflow", "graph", 32, batch_size=1)
+    specs = [Spec("mobilenet_v3_small", "tensorflow", "graph", r, batch_size=1)
+             for r in resolutions]
     sweep_id = ab.new_sweep_id()
-    run = ab.AbRun(ab.make_configurations([spec], sides, sweep_id, settings), sides, settings,
+    run = ab.AbRun(ab.make_configurations(specs, sides, sweep_id, settings), sides, settings,
                    sweep_id)
     with ResultStore(tmp_path / "ab.db") as store:
         return ab.run_ab(run, store, lambda line: None, ab.one_after_other(runner), clock)
@@ -128,6 +130,40 @@ def test_both_sides_stored_as_one_interleaved_pair(tmp_path: Path, record_factor
     assert (pair.ratio.ratio_low, pair.ratio.ratio_high) == pytest.approx(
         (c.look.ratio_low, c.look.ratio_high))
     assert pair.verdict == c.verdict()
+
+
+def test_a_killed_ab_keeps_the_configurations_it_had_decided(tmp_path: Path,
+                                                            record_factory) -> None:
+    """A decided configuration is stored complete at once: killed while another still runs,
+    the decided one stays whole and the undecided one incomplete."""
+    spread = {32: random.Random(1), 64: random.Random(2)}
+
+    def rate(spec: Spec, python: str | None, env: Mapping[str, str], n: int) -> float:
+        # 32 px: side b at half the rate (decided in a few rounds); 64 px: an A/A too noisy
+        # to decide within the test's rounds
+        sd, factor_b = (0.05, 0.5) if spec.resolution == 32 else (0.3, 1.0)
+        return 100.0 * math.exp(spread[spec.resolution].gauss(0.0, sd)) * (
+            factor_b if env else 1.0)
+
+    runner = _scripted(record_factory, rate)
+    calls = {32: 0, 64: 0}
+
+    def killed_later(spec: Spec, python: str | None, env: Mapping[str, str], timeout_s: float,
+                     target: float | None, check_parity: bool = True) -> Record:
+        calls[spec.resolution] += 1
+        if calls[64] > calls[32] + 2:  # a round without 32 px: it is decided; now the kill
+            raise KeyboardInterrupt
+        return runner(spec, python, env, timeout_s, target)
+
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, killed_later, ["env:SLOW=1"], resolutions=(32, 64))
+    resolution_of = {Spec("mobilenet_v3_small", "tensorflow", "graph", r, batch_size=1
+                          ).spec_id(): r for r in (32, 64)}
+    combined = sqlite3.connect(tmp_path / "ab.db").execute(
+        "SELECT spec_id, label, complete FROM combined_results").fetchall()
+    assert sorted((resolution_of[spec_id], label, complete)
+                  for spec_id, label, complete in combined) == [
+        (32, "a", 1), (32, "b", 1), (64, "a", 0), (64, "b", 0)]
 
 
 def test_rounds_across_machine_states_are_set_aside(tmp_path: Path, record_factory) -> None:

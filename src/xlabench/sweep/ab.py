@@ -416,7 +416,9 @@ def run_ab(run: AbRun, store: ResultStore, note: Callable[[str], None],
         run.rounds_run = round_index + 1
         for c in live:
             _look(c, design, round_index, note)
-            _save_results(run, c, store, complete=False)
+            # a decided (or failed) configuration runs no more: complete now, so an ab run
+            # killed later keeps it
+            _save_results(run, c, store, complete=not c.live)
     for c in run.configurations:
         if c.live:
             c.stopped_because = f"max rounds: {design.max_rounds} rounds run"
