@@ -38,17 +38,23 @@ def process_s(macs_per_image: float) -> float:
 
 
 def configuration_process_s(model: str, resolution: int, batch_size: int) -> float | None:
-    """`process_s` for a registry model at `resolution` and `batch_size`: its pinned MAC count
-    (at the model's default resolution) grown with the pixels and with the batch (over 4);
-    None for a model file or a model with no pinned count."""
+    """`process_s` for a registry model at `resolution` and `batch_size`; None for a model file
+    or a model with no pinned count."""
+    macs = configuration_macs(model, resolution, batch_size)
+    return None if macs is None else process_s(macs)
+
+
+def configuration_macs(model: str, resolution: int, batch_size: int) -> float | None:
+    """The multiply-accumulates the line reads for a registry model at `resolution` and
+    `batch_size`: its pinned count per image (at its default resolution) grown with the pixels
+    and with the batch over 4; None for a model file or a model with no pinned count."""
     try:
         entry = REGISTRY.get(model)
     except UserError:
         return None
     if entry.macs is None:
         return None
-    macs = entry.macs * (resolution / entry.default_resolution) ** 2
-    return process_s(macs * batch_size / 4)
+    return entry.macs * (resolution / entry.default_resolution) ** 2 * batch_size / 4
 
 
 def spec_process_s(spec: Spec) -> float | None:
