@@ -45,6 +45,15 @@ def test_configurations_measured_once_are_not_listed() -> None:
     assert list(both["model"]) == ["resnet50_v1"]
 
 
+def test_an_unfinished_result_is_no_re_run() -> None:
+    # the third result's sweep was killed before it was complete: only two re-runs count
+    rows = frame(results(RUNS))
+    unfinished = rows["result_id"] == rows["result_id"].iloc[-1]
+    rows.loc[unfinished, "complete"] = False
+    (row,) = rerun_agreement(rows).to_dict("records")
+    assert row["results"] == 2 and row["pairs_held"] == 2
+
+
 def test_the_quality_section_shows_the_reruns() -> None:
     findings = build_findings(frame(results(RUNS)), ReportOptions())
     quality = next(f for f in findings if f.key == "quality")

@@ -73,9 +73,10 @@ def rerun_agreement(results: pd.DataFrame) -> pd.DataFrame:
     """Configurations measured by two or more results here (re-runs): how far their figures
     spread, and how often one result's interval holds another's figure (over ordered pairs;
     an honest 95% interval scores about 0.83 when both sides vary, issue 10's check). This is
-    the test of the intervals a user's own database can make."""
+    the test of the intervals a user's own database can make. Complete results only, as the
+    between-run variation counts them (a killed sweep's unfinished one is no re-run)."""
     local = every_result(results)
-    local = local[local["origin"] == "local"]
+    local = local[(local["origin"] == "local") & local["complete"].astype(bool)]
     keys = [*CONFIG_KEYS, "env_id"]
     rows = []
     for key, group in local.groupby(keys, dropna=False, sort=False):
