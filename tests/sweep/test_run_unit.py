@@ -66,17 +66,20 @@ def test_resume_skips_ok_and_retries_failures(tmp_path: Path, record_factory) ->
     assert len({r["sweep_id"] for r in rows}) == 1  # the same grid keeps its sweep id
 
 
-class _KilledAt(ScriptedExecutor):
-    """Runs processes until it is asked for `model`, then dies as a killed sweep does."""
+class _Killed(ScriptedExecutor):
+    """Runs processes until `kill(finished, processes_before)` says so, then dies as a killed
+    sweep does."""
 
-    def __init__(self, record_factory, model: str) -> None:
+    def __init__(self, record_factory, kill) -> None:
         super().__init__(record_factory)
-        self.model = model
+        self.kill = kill
+        self.finished = 0
 
     def run(self, specs, hooks):
         for finished in super().run(specs, hooks):
-            if finished.spec.model == self.model:
+            if self.kill(finished, self.finished):
                 raise KeyboardInterrupt
+            self.finished += 1
             yield finished
 
 
@@ -85,26 +88,12 @@ def test_a_killed_sweep_keeps_the_results_it_had_finished(tmp_path: Path, record
     # starts: the kill leaves it complete, so the resume runs MobileNetV3 alone.
     config = _config(tmp_path, backends="jax")
     with pytest.raises(KeyboardInterrupt):
-        run_sweep(config, io.StringIO(), executor=_KilledAt(record_factory, "mobilenet_v3_small"))
+        run_sweep(config, io.StringIO(), executor=_Killed(
+            record_factory, lambda finished, _: finished.spec.model == "mobilenet_v3_small"))
     again = ScriptedExecutor(record_factory)
     summary = run_sweep(config, io.StringIO(), executor=again)
     assert summary.done_before == 1
     assert [label.split()[0] for label in again.asked] == ["mobilenet_v3_small@32"]
-
-
-class _KilledAfter(ScriptedExecutor):
-    """Runs `processes` processes, then dies as a killed sweep does."""
-
-    def __init__(self, record_factory, processes: int) -> None:
-        super().__init__(record_factory)
-        self.left = processes
-
-    def run(self, specs, hooks):
-        for finished in super().run(specs, hooks):
-            if not self.left:
-                raise KeyboardInterrupt
-            self.left -= 1
-            yield finished
 
 
 def test_a_resumed_sweep_is_estimated_at_the_processes_it_lacks(
@@ -114,7 +103,8 @@ def test_a_resumed_sweep_is_estimated_at_the_processes_it_lacks(
     # four processes left, each at its estimate of one
     config = _config(tmp_path, backends="jax", processes=3)
     with pytest.raises(KeyboardInterrupt):
-        run_sweep(config, io.StringIO(), executor=_KilledAfter(record_factory, 2))
+        run_sweep(config, io.StringIO(),
+                  executor=_Killed(record_factory, lambda _, before: before == 2))
     with Sweep(config, executor=ScriptedExecutor(record_factory)) as sweep:
         plan = sweep.plan
     assert len(plan.todo) == 2
