@@ -18,7 +18,10 @@ TensorFlow's XLA (the study's "with XLA"):
            graph's.
 
 The models default to the first tier of `--preset study-cpu` at their default resolution,
-batch 4. Run --ab on a quiet machine (a model's XLA process takes 20-180 s here):
+batch 4. Run --ab on a quiet machine (a model's XLA process takes 20-180 s here). The budget
+must hold four rounds, the first at which an ab's interval can be finite: on the 2-vCPU Zen 3
+VM a MobileNetV2 round took about 60 s, so 180 s gave three rounds and no interval (use 300 s
+or more there):
 
     .venv/bin/python bench/xla_cpu_flags.py --check
     .venv/bin/python bench/xla_cpu_flags.py --hlo --models resnet50_v1 --resolution 64
