@@ -105,11 +105,14 @@ def test_a_resumed_sweep_is_estimated_at_the_processes_it_lacks(
     with pytest.raises(KeyboardInterrupt):
         run_sweep(config, io.StringIO(),
                   executor=_Killed(record_factory, lambda _, before: before == 2))
-    with Sweep(config, executor=ScriptedExecutor(record_factory)) as sweep:
+    resumed = ScriptedExecutor(record_factory)
+    with Sweep(config, executor=resumed) as sweep:
         plan = sweep.plan
+        sweep.run(io.StringIO())
     assert len(plan.todo) == 2
-    processes_left = {k: plan.estimate_s[k] / plan.process_s[k] for k in plan.estimate_s}
-    assert sum(processes_left.values()) == pytest.approx(2 * 3 - 2)
+    assert sum(plan.processes_left.values()) == 2 * 3 - 2
+    assert plan.estimate_s == {k: plan.process_s[k] * n for k, n in plan.processes_left.items()}
+    assert len(resumed.asked) == sum(plan.processes_left.values())  # what it planned, it ran
 
 
 def test_asking_for_more_processes_adds_rounds_to_the_same_result(

@@ -38,6 +38,7 @@ class Plan:
     estimate_s: dict[str, float]  # spec_id -> estimated seconds of the processes it has to run
     processes: int = 1  # the fewest processes each result runs
     process_s: dict[str, float] = field(default_factory=dict)  # spec_id -> seconds a process
+    processes_left: dict[str, int] = field(default_factory=dict)  # spec_id -> processes to run
     modelled: frozenset[str] = frozenset()  # spec ids estimated by the cost line, not history
     borrowed: frozenset[str] = frozenset()  # spec ids estimated from another machine's history
     pace: Pace | None = None  # this machine's measured pace, where it has no history
@@ -70,6 +71,7 @@ def make_plan(
     estimates = {k: v * left[k] for k, v in per_process.seconds.items()}
     return Plan(grid=grid, todo=todo, done=len(grid.specs) - len(todo), workers=workers,
                 estimate_s=estimates, processes=processes, process_s=per_process.seconds,
+                processes_left=left,
                 modelled=per_process.modelled,
                 borrowed=per_process.borrowed, pace=pace, fresh=not history.has_any())
 

@@ -94,7 +94,8 @@ class Sweep:
                                                         config.policy.min_processes)
                           if self.store else set())
             self.elsewhere = read_elsewhere(history_from, config.db)
-            self._stored = {spec.spec_id(): len(self._stored_processes(spec))
+            # read once: the plan counts them, `run` resumes each result with them
+            self._stored = {spec.spec_id(): self._stored_processes(spec)
                             for spec in self.grid.specs if spec.spec_id() not in self._done}
             self.plan: Plan = self.plan_at(None)
         except BaseException:
@@ -111,22 +112,19 @@ class Sweep:
     def plan_at(self, pace: Pace | None) -> Plan:
         """The plan again, its cost-line estimates at `pace`."""
         return make_plan(self.grid, self._done, self.executor.workers, self.store,
-                         self.config.policy.min_processes, pace, self.elsewhere, self._stored)
+                         self.config.policy.min_processes, pace, self.elsewhere,
+                         {k: len(v) for k, v in self._stored.items()})
 
     def run(self, stream: TextIO, tty: bool | None = None) -> SweepSummary:
         """Run the plan, writing each process record as it finishes and each configuration's
         combined result when its processes are done; progress goes to `stream`."""
         if self.store is None:
             raise RuntimeError("a dry-run sweep cannot run")
-        plan, store, policy = self.plan, self.store, self.config.policy
+        plan, store = self.plan, self.store
         scheduler = Scheduler(self._results(plan.todo))
-        expected = sum(max(0, policy.min_processes - len(t.records)) for t in scheduler.results)
-        planned = PlannedProcesses(
-            plan.process_s,
-            {t.spec.spec_id(): max(0, policy.min_processes - len(t.records))
-             for t in scheduler.results})
-        progress = Progress(stream, expected, self.executor.workers, plan.estimated_total_s, tty,
-                            planned=planned)
+        progress = Progress(stream, sum(plan.processes_left.values()), self.executor.workers,
+                            plan.estimated_total_s, tty,
+                            planned=PlannedProcesses(plan.process_s, plan.processes_left))
         summary = SweepSummary(self.sweep_id, len(self.grid.specs), plan.done)
         trackers = Trackers.open(self.sweep_id, self.config.log_wandb, self.config.log_mlflow,
                                  progress.note)
@@ -169,7 +167,7 @@ class Sweep:
         found = []
         for spec in specs:
             processes = ResultProcesses(spec, self._result_id(spec), self.config.policy)
-            processes.records.extend(self._stored_processes(spec))
+            processes.records.extend(self._stored.get(spec.spec_id(), []))
             found.append(processes)
         return found
 
