@@ -3,11 +3,12 @@
 The line is `F + c * GMACs^p` a process. Its shape (F/c and p) is scored the way the sweep plan
 uses it: each configuration of each database (one CPU kind each) is estimated from what had
 run before it on that machine, the line scaled by the median of past duration over the line
-for the configuration's family on the same backend and mode, else for every model there
-(`sweep.plan._History.factor`); the score is the root mean square of log(estimate / actual)
-over the configurations, actual being the median of their processes. Only the shape matters
-to that replay; the scale c is then set so that the reference database's processes sum to what
-the line says for them (a fresh machine's ETA is such a sum).
+for the configuration's family member nearest in size (`sweep.plan.nearest_in_size`) on the
+same backend and mode, else for every model there (`sweep.plan._History.factor`); the score
+is the root mean square of log(estimate / actual) over the configurations, actual being the
+median of their processes. Only the shape matters to that replay; the scale c is then set so
+that the reference database's processes sum to what the line says for them (a fresh machine's
+ETA is such a sum).
 
 Processes under MIN_PROCESS_S are left out: they failed before building a model.
 
@@ -28,6 +29,7 @@ from pathlib import Path
 from xlabench.measure import stats
 from xlabench.store.reader import StoreReader
 from xlabench.sweep import cost
+from xlabench.sweep.plan import nearest_in_size
 from xlabench.zoo import REGISTRY
 
 MIN_PROCESS_S = 3.0
@@ -93,7 +95,8 @@ def shape(ratio: float, exponent: float) -> Callable[[float], float]:
 def rms_log_error(cases: Sequence[Case], line: Callable[[float], float]) -> float:
     errors = []
     for case in cases:
-        past = case.family_before or case.engine_before
+        past = (nearest_in_size(case.family_before, line(case.gmacs), lambda p: line(p.gmacs))
+                or case.engine_before)
         factor = stats.median([p.duration_s / line(p.gmacs) for p in past])
         errors.append(math.log(line(case.gmacs) * factor / case.actual_s) ** 2)
     return math.sqrt(sum(errors) / len(errors))

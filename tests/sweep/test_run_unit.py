@@ -32,7 +32,7 @@ from xlabench.sweep.executors import (
     local_slots,
     split_cpus,
 )
-from xlabench.sweep.plan import needs_pace
+from xlabench.sweep.plan import nearest_in_size, needs_pace
 from xlabench.sweep.progress import PlannedProcesses, Progress
 from xlabench.sweep.trackers import Trackers, run_metrics, run_name
 from xlabench.zoo import REGISTRY
@@ -232,10 +232,13 @@ def test_dry_run_plan_estimates_from_history(tmp_path: Path, record_factory) -> 
 
 def test_the_cost_line_is_scaled_by_the_models_family_where_it_has_run_here(
         tmp_path: Path, record_factory) -> None:
-    # EfficientNet-B1 took three times the line here, ResNet50 once: B2 (never run) is
-    # estimated at its family's three times, MobileNetV3 (no kin here) at the engine's median.
-    config = _config(tmp_path, models="efficient_b2,mobilenet_v3_small", backends="torch")
-    ratios = {("efficient_b1", 240): 3.0, ("resnet50_v1", 224): 1.0}
+    # EfficientNet-B1 took three times the line here, B5 five times, ResNet50 once and VGG16
+    # half: B2 and B6 (never run) are estimated at their nearest-sized kin's ratio (B1's and
+    # B5's), MobileNetV3 (no kin here) at the engine's median.
+    config = _config(tmp_path, models="efficient_b2,efficient_b6,mobilenet_v3_small",
+                     backends="torch", resolutions="default")
+    ratios = {("efficient_b1", 240): 3.0, ("efficient_b5", 456): 5.0, ("resnet50_v1", 224): 1.0,
+              ("vgg16", 224): 0.5}
     with ResultStore(config.db) as store:
         for (model, resolution), ratio in ratios.items():
             line_s = cost.configuration_process_s(model, resolution, 4)
@@ -246,9 +249,18 @@ def test_the_cost_line_is_scaled_by_the_models_family_where_it_has_run_here(
         plan = sweep.plan
     by_model = {s.model: s for s in plan.todo}
     assert plan.modelled == {s.spec_id() for s in plan.todo}
-    for model, factor in (("efficient_b2", 3.0), ("mobilenet_v3_small", 2.0)):
+    for model, factor in (("efficient_b2", 3.0), ("efficient_b6", 5.0),
+                          ("mobilenet_v3_small", 2.0)):
         spec = by_model[model]
         assert plan.estimate_s[spec.spec_id()] == pytest.approx(cost.spec_process_s(spec) * factor)
+
+
+def test_the_nearest_in_size_is_on_a_log_scale_and_keeps_ties() -> None:
+    sizes = [1.0, 4.0, 16.0, None]
+    assert nearest_in_size(sizes, 3.0, lambda s: s) == [4.0]
+    assert nearest_in_size(sizes, 2.0, lambda s: s) == [1.0, 4.0]  # twice one, half four
+    assert nearest_in_size(sizes, 100.0, lambda s: s) == [16.0]
+    assert nearest_in_size([None], 1.0, lambda s: s) == []
 
 
 def test_a_configuration_the_registry_rules_out_is_estimated_at_no_time(

@@ -7,9 +7,10 @@ arithmetic, and its warm-up and sampling phases have time budgets. The shape (fi
 times the growing part at 1 GMAC, growing as GMACs^0.6) is the one whose estimates, made as
 the sweep plan makes them, came closest to the study's 2026-12-06/07 sittings on 2-vCPU AMD
 EPYC VMs: each configuration estimated from what had run before it on the same VM, the line
-scaled by its family's median there (`sweep.plan`), a root mean square log error of 0.34 over
+scaled by its family's ratio there (`sweep.plan`), a root mean square log error of 0.34 over
 222 configurations against 0.48 for the straight line it replaced (14 s + 2.8 s a GMAC, fitted
-through EfficientNet-B7, which over-counted VGG16, YOLOv8 and RetinaNet 2-4 times). The scale is
+through EfficientNet-B7, which over-counted VGG16, YOLOv8 and RetinaNet 2-4 times); 0.326 over
+232 with the plan's ratio of the family's member nearest in size (`bench/cost_fit.py`). The scale is
 the Zen 4 VM's, the pace's reference machine (`sweep.pace`): its 330 study processes sum to
 what the line says for them (a fresh machine's ETA is such a sum).
 

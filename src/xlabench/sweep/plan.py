@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from xlabench.core import Spec
 from xlabench.measure import stats
@@ -22,6 +23,8 @@ from xlabench.zoo import entry_for
 HistoryKey = tuple[str, ...]
 #: A backend and mode.
 Engine = tuple[str, str]
+T = TypeVar("T")
+
 #: The fewest configurations one backend and mode must share with another machine for their
 #: own ratio to scale its durations; with fewer, the ratio over every engine they share.
 MIN_SHARED = 3
@@ -104,7 +107,8 @@ def estimate_durations(history: _History, specs: Iterable[Spec]) -> Estimates:
     (`Elsewhere`), times how this machine's durations compare with that one's on what both
     ran (`_History.borrowed`). Else: the cost line (`sweep.cost`) times this machine's
     `_History.factor` for the model's family (a family's networks share how far they stray
-    from the line: EfficientNets' depthwise layers run fewer MACs a second), or its measured
+    from the line: EfficientNets' depthwise layers run fewer MACs a second, and further the
+    larger they are), or its measured
     pace where it has no history at all. A model file
     with no history has no estimate. A registry model known not to run on the spec's backend
     takes no time: its worker refuses it before building.
@@ -125,7 +129,8 @@ def estimate_durations(history: _History, specs: Iterable[Spec]) -> Estimates:
             borrowed.add(spec.spec_id())
         elif line_s is not None:
             family = entry_for(spec).family
-            estimates[spec.spec_id()] = line_s * history.factor(spec.backend, spec.mode, family)
+            estimates[spec.spec_id()] = line_s * history.factor(spec.backend, spec.mode, family,
+                                                                line_s)
             modelled.add(spec.spec_id())
     return Estimates(estimates, frozenset(modelled), frozenset(borrowed))
 
@@ -191,7 +196,7 @@ class _History:
         self.pace = pace  # the factor where nothing has run here
         self.elsewhere = tuple(elsewhere)
         self._by_engine: dict[tuple[str, str], list[_Past]] = {}
-        self._factors: dict[tuple[str, str, str], float] = {}
+        self._factors: dict[tuple[str, str, str, float | None], float] = {}
         self._all: list[_Past] | None = None
         self._ratios: dict[tuple[str, Engine], tuple[int, float] | None] = {}
 
@@ -238,18 +243,23 @@ class _History:
     def has_any(self) -> bool:
         return bool(self._everything())
 
-    def factor(self, backend: str, mode: str, family: str = "") -> float:
+    def factor(self, backend: str, mode: str, family: str = "",
+               line_s: float | None = None) -> float:
         """How this machine compares with the cost line: the median of past duration over the
-        line's estimate for `family`'s models on this backend and mode, else for every model
-        there, else over everything measured here, else its measured pace (1: the line's own
-        machine)."""
-        if (backend, mode, family) not in self._factors:
-            self._factors[backend, mode, family] = self._factor(backend, mode, family)
-        return self._factors[backend, mode, family]
+        line's estimate for `family`'s configuration nearest in size to one the line puts at
+        `line_s` (`nearest_in_size`; all of the family's without it) on this backend and mode,
+        else for every model there, else over everything measured here, else its measured
+        pace (1: the line's own machine)."""
+        key = (backend, mode, family, line_s)
+        if key not in self._factors:
+            self._factors[key] = self._factor(backend, mode, family, line_s)
+        return self._factors[key]
 
-    def _factor(self, backend: str, mode: str, family: str) -> float:
+    def _factor(self, backend: str, mode: str, family: str, line_s: float | None) -> float:
         engine = self._engine(backend, mode)
         kin = [p for p in engine if family and p.family == family]
+        if line_s:
+            kin = nearest_in_size(kin, line_s, lambda p: p.line_s)
         for past in (kin, engine, self._everything()):
             ratios = [p.duration_s / p.line_s for p in past if p.line_s]
             if ratios:
@@ -271,6 +281,19 @@ class _History:
         if self.store is None:
             return []
         return self.store.rows_with_records(source="local", **filters)
+
+
+def nearest_in_size(items: Sequence[T], size: float, size_of: Callable[[T], float | None]
+                    ) -> list[T]:
+    """The items of the size nearest `size` on a log scale (ties: both). A family strays from
+    the cost line more the larger its models: on Zen 3 the EfficientNet family's median ratio
+    over B1-B5 put B6 at 31 minutes against 50 and B7 at 42 against 58, its nearest member's
+    ratio at 34 and 53 (`bench/study_time.py`)."""
+    sized = [(abs(math.log(s / size)), item) for item in items if (s := size_of(item))]
+    if not sized:
+        return []
+    nearest = min(distance for distance, _ in sized)
+    return [item for distance, item in sized if math.isclose(distance, nearest)]
 
 
 def _past(row: dict[str, Any]) -> _Past | None:
