@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from tests.worker.checks import QUICK
 from xlabench import backends
 from xlabench.backends.base import ConversionError
-from xlabench.core import MeasureSettings, Spec, Status
+from xlabench.core import Spec, Status
 from xlabench.core.backends import BY_NAME, RUNTIMES, model_precision
 from xlabench.core.cpu import read_cpu_facts
 from xlabench.measure.parity import RTOL_BY_PRECISION
 from xlabench.runner import run_isolated
 
-QUICK = MeasureSettings(min_sample_s=0.02, budget_s=2.0, warmup_min_s=0.2, warmup_max_s=5.0,
-                        latency_steps=5, min_samples=5)
 WITHOUT_BF16 = [name for name in RUNTIMES if "bf16" not in BY_NAME[name].precisions]
 #: The flags with which OpenVINO's CPU plugin executes bf16 (else it compiles f32).
 BF16_FLAGS = {"avx512_bf16", "amx_bf16"}

@@ -6,24 +6,18 @@ from __future__ import annotations
 
 import pytest
 
-from tests.worker.checks import assert_runtime_measured
-from xlabench.core import MeasureSettings, Spec
-from xlabench.runner import run_isolated
+from tests.worker.checks import assert_runtime_measured, quick_spec
 from xlabench.store import ResultStore
 
-QUICK = MeasureSettings(min_sample_s=0.02, budget_s=2.0, warmup_min_s=0.2, warmup_max_s=5.0,
-                        latency_steps=5, min_samples=5)
 PARTITIONER = {"basic": None, "compiled": "XnnpackPartitioner"}
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def records() -> dict[str, object]:
-    """mobilenet_v3_small at 32 px, batch 2, in both modes (one worker each)."""
-    return {mode: run_isolated(Spec("mobilenet_v3_small", "executorch", mode, 32, batch_size=2,
-                                    measure=QUICK), timeout_s=900)
-            for mode in ("basic", "compiled")}
+def records(measured) -> dict[str, object]:
+    """Both modes' runs (test_modes checks the same ones)."""
+    return {mode: measured(quick_spec("executorch", mode)) for mode in ("basic", "compiled")}
 
 
 @pytest.mark.parametrize("mode", ["basic", "compiled"])

@@ -6,12 +6,10 @@ import importlib.util
 
 import pytest
 
-from xlabench.core import MeasureSettings, Spec, Status
+from tests.worker.checks import QUICK, quick_spec
+from xlabench.core import Spec, Status
 from xlabench.runner import run_isolated
 from xlabench.store import ResultStore
-
-QUICK = MeasureSettings(min_sample_s=0.02, budget_s=2.0, warmup_min_s=0.2, warmup_max_s=5.0,
-                        latency_steps=5, min_samples=5)
 
 pytestmark = [
     pytest.mark.slow,
@@ -20,9 +18,9 @@ pytestmark = [
 ]
 
 
-def test_iree_measures_the_jax_export(tmp_path) -> None:
-    spec = Spec("mobilenet_v3_small", "iree", "compiled", 32, batch_size=2, measure=QUICK)
-    record = run_isolated(spec, timeout_s=900)
+def test_iree_measures_the_jax_export(measured, tmp_path) -> None:
+    spec = quick_spec("iree", "compiled")
+    record = measured(spec)
     assert record.status is Status.OK, f"{record.error}\n{record.error_detail}"
     assert record.throughput is not None and record.throughput.median_sps > 0
     assert record.latency is not None and record.latency.p50_ms > 0

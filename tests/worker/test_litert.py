@@ -6,26 +6,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.worker.checks import assert_runtime_measured
-from xlabench.core import MeasureSettings, Spec, Status
+from tests.worker.checks import QUICK, assert_runtime_measured, quick_spec
+from xlabench.core import Spec, Status
 from xlabench.runner import run_isolated
 
-QUICK = MeasureSettings(min_sample_s=0.02, budget_s=2.0, warmup_min_s=0.2, warmup_max_s=5.0,
-                        latency_steps=5, min_samples=5)
 RESOLVER = {"basic": "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "compiled": "BUILTIN"}
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def records() -> dict[str, object]:
-    """mobilenet_v3_small at 32 px, batch 4, in both modes (one worker each)."""
-    done = {mode: run_isolated(Spec("mobilenet_v3_small", "litert", mode, 32, batch_size=4,
-                                    measure=QUICK), timeout_s=900)
-            for mode in ("basic", "compiled")}
+def records(measured) -> dict[str, object]:
+    """Both modes' runs (test_modes checks the same ones)."""
+    done = {mode: measured(quick_spec("litert", mode)) for mode in ("basic", "compiled")}
     for mode, record in done.items():  # the figure the test output reports (pytest -s)
         if record.throughput is not None:
-            print(f"\nlitert/{mode} mobilenet_v3_small@32 b4: "
+            print(f"\nlitert/{mode} mobilenet_v3_small@32 b2: "
                   f"{record.throughput.median_sps:.0f} samples/s")
     return done
 
@@ -62,7 +58,7 @@ def test_litert_outputs_have_the_model_shape_and_no_nan(records) -> None:
     """The interpreter's output is the classifier's (batch, classes); an ok record had no
     NaN/inf (the worker fails a run on any) and matched Keras' shapes (parity checks them)."""
     for record in records.values():
-        assert record.backend_info["litert_output_shapes"] == [[4, 1000]]
+        assert record.backend_info["litert_output_shapes"] == [[2, 1000]]
         assert record.status is Status.OK and np.isfinite(record.parity.max_abs_diff)
 
 

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from xlabench.core import BACKEND_MODES, MeasureSettings, Spec, Status
-from xlabench.runner import count_costs, run_isolated
+from tests.worker.checks import quick_spec
+from xlabench.core import BACKEND_MODES, Status
+from xlabench.runner import count_costs
 
-QUICK = MeasureSettings(min_sample_s=0.02, budget_s=2.0, warmup_min_s=0.2, warmup_max_s=5.0,
-                        latency_steps=5, min_samples=5)
 PAIRS = [(backend, mode) for backend, modes in BACKEND_MODES.items() for mode in modes]
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize(("backend", "mode"), PAIRS, ids=[f"{b}-{m}" for b, m in PAIRS])
-def test_mode_measures_for_real(backend: str, mode: str) -> None:
-    spec = Spec("mobilenet_v3_small", backend, mode, 32, batch_size=2, measure=QUICK)
-    record = run_isolated(spec, timeout_s=900)
+def test_mode_measures_for_real(measured, backend: str, mode: str) -> None:
+    spec = quick_spec(backend, mode)
+    record = measured(spec)
     assert record.status is Status.OK, f"{record.error}\n{record.error_detail}"
     tp = record.throughput
     assert tp is not None and tp.median_sps > 0

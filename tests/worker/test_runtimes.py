@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from xlabench.core import MeasureSettings, Spec, Status
-from xlabench.runner import run_isolated
+from tests.worker.checks import quick_spec
+from xlabench.core import Status
 from xlabench.store import ResultStore
 
-QUICK = MeasureSettings(min_sample_s=0.02, budget_s=2.0, warmup_min_s=0.2, warmup_max_s=5.0,
-                        latency_steps=5, min_samples=5)
 PAIRS = [("openvino", "compiled"), ("onnxruntime", "basic"), ("onnxruntime", "compiled")]
 STAGES = {"openvino": {"export", "convert", "save", "read", "compile"},
           "onnxruntime": {"export", "convert", "compile"}}
@@ -21,10 +19,10 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.parametrize(("model", "backend", "mode"), CASES,
                          ids=[f"{m}-{b}-{mo}" for m, b, mo in CASES])
-def test_runtime_measures_with_the_precision_asked_for(model: str, backend: str, mode: str,
-                                                       tmp_path) -> None:
-    spec = Spec(model, backend, mode, 32, batch_size=2, measure=QUICK)
-    record = run_isolated(spec, timeout_s=900)
+def test_runtime_measures_with_the_precision_asked_for(measured, model: str, backend: str,
+                                                       mode: str, tmp_path) -> None:
+    spec = quick_spec(backend, mode, model)
+    record = measured(spec)
     assert record.status is Status.OK, f"{record.error}\n{record.error_detail}"
     assert record.throughput is not None and record.throughput.median_sps > 0
     assert record.latency is not None and record.latency.p50_ms > 0
