@@ -194,8 +194,9 @@ def test_dry_run_gives_each_tier_its_eta(run_cli, tmp_path: Path) -> None:
 def test_plan_gives_each_tier_its_own_estimate() -> None:
     grid = expand(build_config("study-cpu", overrides={"tiers": "1,2"}))
     first = [s for s in grid.specs if grid.tiers[s.spec_id()] == 1]
-    estimates = {first[0].spec_id(): 3600.0, first[1].spec_id(): 1800.0}
-    plan = Plan(grid=grid, todo=grid.specs[1:], done=1, workers=1, estimate_s=estimates)
+    estimates = {first[1].spec_id(): 1800.0}  # first[0] is done
+    plan = Plan(grid=grid, todo=grid.specs[1:], done=1, workers=1, process_s=estimates,
+                processes_left={s.spec_id(): 1 for s in grid.specs[1:]})
     text = format_plan(plan, "study.db")
     n1, n2 = len(first), len(grid.specs) - len(first)
     assert (f"  tier 1: {n1 - 1} of {n1} configurations to run, estimate 30 min "

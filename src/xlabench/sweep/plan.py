@@ -6,7 +6,7 @@ import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,14 +38,18 @@ class Plan:
     todo: tuple[Spec, ...]
     done: int  # configurations with a successful result in this environment
     workers: int
-    estimate_s: dict[str, float]  # spec_id -> estimated seconds of the processes it has to run
+    process_s: dict[str, float]  # spec_id -> estimated seconds a process (those with one)
+    processes_left: dict[str, int]  # spec_id -> processes it has to run
     processes: int = 1  # the fewest processes each result runs
-    process_s: dict[str, float] = field(default_factory=dict)  # spec_id -> seconds a process
-    processes_left: dict[str, int] = field(default_factory=dict)  # spec_id -> processes to run
     modelled: frozenset[str] = frozenset()  # spec ids estimated by the cost line, not history
     borrowed: frozenset[str] = frozenset()  # spec ids estimated from another machine's history
     pace: Pace | None = None  # this machine's measured pace, where it has no history
     fresh: bool = False  # no past process on this machine: the line is at the line's pace
+
+    @property
+    def estimate_s(self) -> dict[str, float]:
+        """spec_id -> estimated seconds of the processes it has to run."""
+        return {k: s * self.processes_left[k] for k, s in self.process_s.items()}
 
     @property
     def estimated_total_s(self) -> float | None:
@@ -71,10 +75,8 @@ def make_plan(
     history = _History(store, pace.factor if pace else 1.0, elsewhere)
     per_process = estimate_durations(history, todo)
     left = {s.spec_id(): max(0, processes - (stored or {}).get(s.spec_id(), 0)) for s in todo}
-    estimates = {k: v * left[k] for k, v in per_process.seconds.items()}
     return Plan(grid=grid, todo=todo, done=len(grid.specs) - len(todo), workers=workers,
-                estimate_s=estimates, processes=processes, process_s=per_process.seconds,
-                processes_left=left,
+                process_s=per_process.seconds, processes_left=left, processes=processes,
                 modelled=per_process.modelled,
                 borrowed=per_process.borrowed, pace=pace, fresh=not history.has_any())
 
@@ -243,23 +245,21 @@ class _History:
     def has_any(self) -> bool:
         return bool(self._everything())
 
-    def factor(self, backend: str, mode: str, family: str = "",
-               line_s: float | None = None) -> float:
+    def factor(self, backend: str, mode: str, family: str, line_s: float) -> float:
         """How this machine compares with the cost line: the median of past duration over the
         line's estimate for `family`'s configuration nearest in size to one the line puts at
-        `line_s` (`nearest_in_size`; all of the family's without it) on this backend and mode,
-        else for every model there, else over everything measured here, else its measured
-        pace (1: the line's own machine)."""
+        `line_s` (`nearest_in_size`) on this backend and mode, else for every model there,
+        else over everything measured here, else its measured pace (1: the line's own
+        machine)."""
         key = (backend, mode, family, line_s)
         if key not in self._factors:
             self._factors[key] = self._factor(backend, mode, family, line_s)
         return self._factors[key]
 
-    def _factor(self, backend: str, mode: str, family: str, line_s: float | None) -> float:
+    def _factor(self, backend: str, mode: str, family: str, line_s: float) -> float:
         engine = self._engine(backend, mode)
-        kin = [p for p in engine if family and p.family == family]
-        if line_s:
-            kin = nearest_in_size(kin, line_s, lambda p: p.line_s)
+        kin = nearest_in_size([p for p in engine if p.family == family], line_s,
+                              lambda p: p.line_s)
         for past in (kin, engine, self._everything()):
             ratios = [p.duration_s / p.line_s for p in past if p.line_s]
             if ratios:
