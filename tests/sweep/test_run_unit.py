@@ -14,6 +14,7 @@ import pytest
 
 from tests.sweep.conftest import ScriptedExecutor
 from xlabench.core import Spec, Status, UserError
+from xlabench.core.record import ProcessInfo
 from xlabench.runner import Placement, ensure_costs
 from xlabench.store import ResultStore
 from xlabench.sweep import (
@@ -505,6 +506,27 @@ def test_a_configuration_run_only_on_another_machine_is_estimated_from_there(
     assert "(1 from another machine's history)" in text
     with Sweep(config, ScriptedExecutor(record_factory), dry_run=True) as alone:
         assert dense in alone.plan.modelled and not alone.plan.borrowed
+
+
+def test_the_estimate_counts_the_processes_results_ran_here_beyond_their_minimum(
+        tmp_path: Path, record_factory) -> None:
+    """Of four past results here that ran their three processes, one ran two more (flagged
+    ones run again): each result to run is estimated at 3.5 processes. A result that failed
+    in its first process is no measure of that."""
+    config = _config(tmp_path, models="mobilenet_v3_small", backends="jax", processes=3)
+    past = record_factory(model="resnet50_v1", backend="jax", mode="eager", resolution=32)
+    with ResultStore(config.db) as store:
+        for result, processes in enumerate((3, 3, 3, 5, 1)):
+            store.save_many([past.replace(process=ProcessInfo(f"r{result}", index),
+                                          duration_s=30.0) for index in range(processes)])
+    with Sweep(config, ScriptedExecutor(record_factory), dry_run=True) as sweep:
+        plan = sweep.plan
+        text = format_plan(plan, config.db, sweep.env_ids)
+    (key,) = plan.process_s
+    assert plan.extra_processes == pytest.approx(0.5)
+    assert "at least 3 processes each and 0.5 more on average, as results ran here" in text
+    assert plan.processes_left == {key: 3}  # what it runs: the minimum, then as the policy says
+    assert plan.estimate_s[key] == pytest.approx(plan.process_s[key] * 3.5)
 
 
 def test_history_from_a_file_that_is_no_database_is_one_line(tmp_path: Path,

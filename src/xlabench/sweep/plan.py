@@ -41,6 +41,8 @@ class Plan:
     process_s: dict[str, float]  # spec_id -> estimated seconds a process (those with one)
     processes_left: dict[str, int]  # spec_id -> processes it has to run
     processes: int = 1  # the fewest processes each result runs
+    #: processes a result ran beyond `processes` on this machine before (_History.extra)
+    extra_processes: float = 0.0
     modelled: frozenset[str] = frozenset()  # spec ids estimated by the cost line, not history
     borrowed: frozenset[str] = frozenset()  # spec ids estimated from another machine's history
     pace: Pace | None = None  # this machine's measured pace, where it has no history
@@ -48,8 +50,10 @@ class Plan:
 
     @property
     def estimate_s(self) -> dict[str, float]:
-        """spec_id -> estimated seconds of the processes it has to run."""
-        return {k: s * self.processes_left[k] for k, s in self.process_s.items()}
+        """spec_id -> estimated seconds of the processes it has to run, and of the processes
+        results ran beyond their minimum here before."""
+        return {k: s * (self.processes_left[k] + self.extra_processes)
+                for k, s in self.process_s.items()}
 
     @property
     def estimated_total_s(self) -> float | None:
@@ -77,6 +81,7 @@ def make_plan(
     left = {s.spec_id(): max(0, processes - (stored or {}).get(s.spec_id(), 0)) for s in todo}
     return Plan(grid=grid, todo=todo, done=len(grid.specs) - len(todo), workers=workers,
                 process_s=per_process.seconds, processes_left=left, processes=processes,
+                extra_processes=history.extra_processes(processes),
                 modelled=per_process.modelled,
                 borrowed=per_process.borrowed, pace=pace, fresh=not history.has_any())
 
@@ -152,6 +157,7 @@ class _Past:
     key: HistoryKey
     duration_s: float
     line_s: float | None  # the cost line's estimate for it
+    result_id: str | None
 
 
 @dataclass(frozen=True)
@@ -245,6 +251,16 @@ class _History:
     def has_any(self) -> bool:
         return bool(self._everything())
 
+    def extra_processes(self, minimum: int) -> float:
+        """The processes a past result here ran beyond `minimum`, on average over those that
+        ran at least that many: flagged processes run again and processes added until the
+        interval held (`ResultPolicy`). Zen 4's tier 1 sitting ran 179 processes for 44
+        results, and its ETA at three each missed by 1.57 (`bench/study_time.py`). 0 with
+        fewer than MIN_SHARED such results."""
+        counts = Counter(p.result_id for p in self._everything() if p.result_id)
+        ran = [n for n in counts.values() if n >= minimum]
+        return sum(n - minimum for n in ran) / len(ran) if len(ran) >= MIN_SHARED else 0.0
+
     def factor(self, backend: str, mode: str, family: str, line_s: float) -> float:
         """How this machine compares with the cost line: the median of past duration over the
         line's estimate for `family`'s configuration nearest in size to one the line puts at
@@ -302,7 +318,7 @@ def _past(row: dict[str, Any]) -> _Past | None:
         return None
     key = (str(row["resolution"]), str(row["batch_size"]), row["precision"])
     line_s = cost.configuration_process_s(row["model"], row["resolution"], row["batch_size"])
-    return _Past(row["model"], row["family"], key, float(duration), line_s)
+    return _Past(row["model"], row["family"], key, float(duration), line_s, row["result_id"])
 
 
 def _exact_key(spec: Spec) -> HistoryKey:
@@ -384,9 +400,12 @@ def _estimate_line(plan: Plan) -> str:
         return "estimate: none (no past results for these configurations in the db, and no " \
                "MAC count to estimate them from)"
     workers = f" on {plan.workers} workers" if plan.workers > 1 else ""
+    extra = (f" and {plan.extra_processes:.1f} more on average, as results ran here before "
+             f"(flagged processes run again, processes added until the interval held)"
+             if plan.extra_processes else "")
     return (f"estimate: {_estimate_text(plan, [s.spec_id() for s in plan.todo])}{workers}, "
-            f"at least {plan.processes} processes each (a configuration's median past process "
-            f"duration on the same backend and mode; without one, its median on another "
+            f"at least {plan.processes} processes each{extra} (a configuration's median past "
+            f"process duration on the same backend and mode; without one, its median on another "
             f"machine (--history-from) times this machine's median ratio to that one on what "
             f"both ran; else the cost line of sweep/cost.py scaled to this machine's history)"
             + _pace_note(plan))
