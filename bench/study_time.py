@@ -16,13 +16,15 @@ day and per backend/mode:
   on a sitting with no history before it, also the ETA at the pace the pilot would have
   measured (`sweep.pace`: the median of the sitting's own first processes of the pilot
   configuration, where it ran it). With `--history-from`, other machines' processes stored
-  before the sitting are its history from elsewhere, as `make study-run` passes them. The
-  plan is of the sitting's tiers' configurations of the models it ran (a sitting may run some
-  of a tier's models).
+  before the sitting are its history from elsewhere, as `make study-run` passes them; with
+  `--whole-history-from`, all of them, stored before the sitting or after: what a sitting
+  planned from another kind's finished grid would have estimated (how a later kind's sittings
+  are planned). The plan is of the sitting's tiers' configurations of the models it ran (a
+  sitting may run some of a tier's models).
 
 Usage:
     .venv/bin/python bench/study_time.py results/cpu/amd-epyc-zen-4-x2/study.db [--since ISO]
-        [--history-from results/cpu/amd-epyc-zen-3-x2/study.db ...]
+        [--history-from results/cpu/amd-epyc-zen-3-x2/study.db ...] [--whole-history-from]
 """
 
 from __future__ import annotations
@@ -116,7 +118,8 @@ def pilot_pace(records: list[Record]) -> Pace | None:
 
 def elsewhere_before(others: dict[str, list[Record]], start: str, scratch: Path
                      ) -> list[Elsewhere]:
-    """Each other machine's history as a dry run at `start` would have read it."""
+    """Each other machine's history as a dry run at `start` would have read it ("9999": all
+    of it)."""
     found = []
     for name, records in others.items():
         path = scratch / f"elsewhere-{len(found)}-{Path(name).parent.name}.db"
@@ -156,7 +159,8 @@ def eta_line(before: list[Record], during: list[Record], scratch: Path,
     return text
 
 
-def print_sittings(db: Path, records: list[Record], others: dict[str, list[Record]]) -> None:
+def print_sittings(db: Path, records: list[Record], others: dict[str, list[Record]],
+                   whole_history: bool = False) -> None:
     started = sorted((r for r in records if r.started_at), key=lambda r: r.started_at)
     starts = sittings(db)
     for start, end in zip(starts, [*starts[1:], "9999"], strict=True):
@@ -164,7 +168,8 @@ def print_sittings(db: Path, records: list[Record], others: dict[str, list[Recor
         if during:
             before = [r for r in started if r.started_at < start]
             with tempfile.TemporaryDirectory() as tmp:
-                elsewhere = elsewhere_before(others, start, Path(tmp))
+                elsewhere = elsewhere_before(others, "9999" if whole_history else start,
+                                             Path(tmp))
                 line_text = eta_line(before, during, Path(tmp), elsewhere)
                 print(f"  sitting {start[:16]}: {line_text}")
 
@@ -180,6 +185,9 @@ def main() -> int:
     parser.add_argument("--since", default="", help="only processes started at/after (ISO)")
     parser.add_argument("--history-from", action="append", default=[], metavar="DB",
                         help="another machine's study.db, as the sitting's dry run read it")
+    parser.add_argument("--whole-history-from", action="store_true",
+                        help="read all of --history-from's processes, not those before each "
+                             "sitting")
     args = parser.parse_args()
     records = local_records(args.db, args.since)
     others = {path: local_records(path) for path in args.history_from}
@@ -198,7 +206,7 @@ def main() -> int:
                        for r in records if not r.ok)
     for (model, backend, mode, error), n in sorted(failures.items()):
         print(f"  failed x{n}: {model} {backend}/{mode}: {error}")
-    print_sittings(Path(args.db), records, others)
+    print_sittings(Path(args.db), records, others, args.whole_history_from)
     return 0
 
 
