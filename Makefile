@@ -15,10 +15,6 @@ export PYTHONUNBUFFERED := 1
 # POSIX sh; COMMAND holds no comma outside a nested $(call ...).
 timed = ( t0=$$(date +%s); $(2); rc=$$?; echo "stage $(1): $$(( $$(date +%s) - t0 )) s"; exit $$rc )
 
-# Two workers; a worker out of tests takes half of the other's queue (worksteal), and
-# tests/conftest.py hands the long tests out first: no worker idles while the other runs them.
-PYTEST = $(BIN)/python -m pytest -n $(JOBS) --dist worksteal
-
 NATIVE_BUILD := build/native
 CMAKE_GENERATOR ?= $(if $(shell command -v ninja 2>/dev/null),Ninja,Unix Makefiles)
 
@@ -97,7 +93,7 @@ lint: setup
 	$(call timed,lint,$(BIN)/ruff check src tests bench && $(BIN)/lint-imports)
 
 unit: setup
-	$(call timed,unit,$(PYTEST) --timeout 1800 --durations 25 -m "not zoo" --ignore=tests/zoo tests)
+	$(call timed,unit,$(BIN)/python -m pytest -n $(JOBS) --timeout 1800 --durations 25 -m "not zoo" --ignore=tests/zoo tests)
 
 # Every model builds and runs on TensorFlow (heavy ones and parameter counts included: its
 # builds and eager forward are the fastest); on JAX and torch, one model per family (the
@@ -108,13 +104,13 @@ unit: setup
 # `zoo-runtimes`, by hand).
 zoo: setup
 	$(call timed,zoo,\
-	  $(call timed,zoo-tensorflow,KERAS_BACKEND=tensorflow $(PYTEST) --timeout 1800 --durations 15 -m "zoo and not runtimes_heavy" tests/zoo) && \
-	  $(call timed,zoo-jax,KERAS_BACKEND=jax $(PYTEST) --timeout 1800 -m "zoo and not heavy and not params and not variant and not runtimes_heavy" tests/zoo) && \
-	  $(call timed,zoo-torch,KERAS_BACKEND=torch $(PYTEST) --timeout 1800 -m "zoo and not heavy and not params and not variant" tests/zoo))
+	  $(call timed,zoo-tensorflow,KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 --durations 15 -m "zoo and not runtimes_heavy" tests/zoo) && \
+	  $(call timed,zoo-jax,KERAS_BACKEND=jax $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params and not variant and not runtimes_heavy" tests/zoo) && \
+	  $(call timed,zoo-torch,KERAS_BACKEND=torch $(BIN)/python -m pytest -n $(JOBS) --timeout 1800 -m "zoo and not heavy and not params and not variant" tests/zoo))
 
 zoo-runtimes: setup
-	KERAS_BACKEND=tensorflow $(PYTEST) --timeout 3600 -m runtimes_heavy tests/zoo/test_runtimes_zoo.py
-	KERAS_BACKEND=jax $(PYTEST) --timeout 3600 -m runtimes_heavy tests/zoo/test_runtimes_zoo.py
+	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n $(JOBS) --timeout 3600 -m runtimes_heavy tests/zoo/test_runtimes_zoo.py
+	KERAS_BACKEND=jax $(BIN)/python -m pytest -n $(JOBS) --timeout 3600 -m runtimes_heavy tests/zoo/test_runtimes_zoo.py
 
 test: setup browser lint native unit zoo
 

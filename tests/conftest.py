@@ -63,15 +63,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
     outcome = yield  # a module-level importorskip skips the whole module here
     _fail_if_setup_is_missing(outcome.get_result())  # type: ignore[attr-defined]
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The long tests (`slow`, `heavy`) first, in their own order: xdist hands tests out in
-    this order, and a long test handed out last keeps one worker busy while the other idles."""
-    items.sort(key=lambda item: not any(item.get_closest_marker(name)
-                                        for name in ("slow", "heavy")))
-
-
 ARTIFACTS = REPO / "artifacts"
 
 # Tests never touch the network; real-weight downloads are refused up front.
